@@ -1,0 +1,381 @@
+/* Beam search over a batch of sentences, N hypotheses each.
+ *
+ * Each step scores every (live hypothesis, token) pair by total
+ * log-probability. Of a sentence's best N candidates, those ending in eos are
+ * set aside as finished (ranked by score / len^A, len counting the eos); the
+ * best N candidates not ending in eos become the new live hypotheses. A
+ * sentence is done when N hypotheses have finished, or when no live one can
+ * still beat the n_best-th finished one (a bound, so stopping early never
+ * changes the result), or at the length limit, where live hypotheses finish
+ * without eos.
+ *
+ * Sentence s owns KV-cache slots [s*N, s*N + N). When hypotheses are
+ * reselected, the first child of a parent inherits the parent's slot as is;
+ * only further children of the same parent get a copy, in a slot left free by
+ * a hypothesis that had no child. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/decode.h"
+#include "core/errors.h"
+#include "core/memory.h"
+#include "core/ops.h"
+
+typedef struct hyp {
+    size_t slot;
+    double score; /* total log-probability */
+    size_t len;
+    int32_t *tokens;
+} hyp;
+
+typedef struct finished_hyp {
+    double rank; /* score / len^A */
+    double score;
+    size_t len;
+    int32_t *ids;
+} finished_hyp;
+
+typedef struct sentence {
+    hyp *live;
+    size_t n_live;
+    int32_t *tokens[2]; /* [N][limit] each: this step's and the next step's histories */
+    int flip;
+    finished_hyp *fin;
+    size_t n_fin, cap_fin;
+    int done;
+} sentence;
+
+typedef struct candidate {
+    double score;
+    size_t hyp;
+    int32_t token;
+} candidate;
+
+typedef struct search {
+    const tessera_model *m;
+    const tessera_translate_options *o;
+    size_t N, limit, V, n;
+    sentence *sent;
+    hyp *live_pool;
+    candidate *cands; /* 2N per hypothesis row, then merged */
+    hyp *next_hyps;   /* [N]: a sentence's hypotheses being selected */
+    size_t *parent_slot;
+    tsr_decode_seq *seqs;
+    int32_t *next;
+    tsr_decoder dec;
+    tsr_buffer logits;
+} search;
+
+static double length_normalised(const search *b, double score, size_t len)
+{
+    if (b->o->length_penalty == 0.0f || len == 0)
+        return score;
+    return score / pow((double)len, (double)b->o->length_penalty);
+}
+
+/* Best score a live hypothesis could still reach after normalisation: its
+ * log-probability can only fall, and its length is at most `limit`. */
+static double live_bound(const search *b, const hyp *h)
+{
+    return length_normalised(b, h->score, b->limit);
+}
+
+static int add_finished(search *b, sentence *s, const hyp *parent, double score, size_t len,
+                        int32_t extra, int has_extra)
+{
+    if (s->n_fin == s->cap_fin) {
+        size_t cap = s->cap_fin ? 2 * s->cap_fin : 2 * b->N;
+        finished_hyp *fin = realloc(s->fin, cap * sizeof *fin);
+        if (!fin)
+            return -1;
+        s->fin = fin;
+        s->cap_fin = cap;
+    }
+    size_t n_ids = parent->len + (has_extra ? 1 : 0);
+    finished_hyp *f = &s->fin[s->n_fin];
+    f->ids = malloc((n_ids + 1) * sizeof(int32_t));
+    if (!f->ids)
+        return -1;
+    memcpy(f->ids, parent->tokens, parent->len * sizeof(int32_t));
+    if (has_extra)
+        f->ids[parent->len] = extra;
+    f->len = n_ids;
+    f->score = score;
+    f->rank = length_normalised(b, score, len);
+    s->n_fin++;
+    return 0;
+}
+
+/* Finished hypotheses, best first; an insertion sort, stable, so ties keep
+ * the order they finished in (the list is short and nearly sorted). */
+static void sort_finished(sentence *s)
+{
+    for (size_t i = 1; i < s->n_fin; i++) {
+        finished_hyp f = s->fin[i];
+        size_t j = i;
+        while (j > 0 && s->fin[j - 1].rank < f.rank) {
+            s->fin[j] = s->fin[j - 1];
+            j--;
+        }
+        s->fin[j] = f;
+    }
+}
+
+static int candidate_before(const candidate *a, const candidate *b)
+{
+    if (a->score != b->score)
+        return a->score > b->score;
+    if (a->hyp != b->hyp)
+        return a->hyp < b->hyp;
+    return a->token < b->token;
+}
+
+/* Keeps the `keep` best (hyp, token) pairs of one log-probability row in
+ * `best` (sorted), by insertion: keep is small. Returns how many. */
+static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_t keep,
+                         candidate *best)
+{
+    size_t have = 0;
+    for (size_t v = 0; v < V; v++) {
+        candidate c = {base + (double)lp[v], h, (int32_t)v};
+        if (have == keep && !candidate_before(&c, &best[have - 1]))
+            continue;
+        size_t j = have < keep ? have++ : keep - 1;
+        while (j > 0 && candidate_before(&c, &best[j - 1])) {
+            best[j] = best[j - 1];
+            j--;
+        }
+        best[j] = c;
+    }
+    return have;
+}
+
+static void sort_candidates(candidate *c, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        candidate x = c[i];
+        size_t j = i;
+        while (j > 0 && candidate_before(&x, &c[j - 1])) {
+            c[j] = c[j - 1];
+            j--;
+        }
+        c[j] = x;
+    }
+}
+
+/* Gives each new live hypothesis a KV slot: the first child of a parent keeps
+ * the parent's slot, later children copy the parent's cache into a free one. */
+static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *parent_slot,
+                        size_t n_next)
+{
+    size_t N = b->N, base = sent_index * N;
+    unsigned char claimed[256], *used = N <= sizeof claimed ? claimed : calloc(N, 1);
+    if (!used)
+        return -1;
+    memset(used, 0, N);
+    for (size_t j = 0; j < n_next; j++) {
+        next[j].slot = SIZE_MAX;
+        size_t p = parent_slot[j] - base;
+        if (!used[p]) {
+            used[p] = 1;
+            next[j].slot = parent_slot[j];
+        }
+    }
+    int rc = 0;
+    size_t free_slot = 0;
+    for (size_t j = 0; j < n_next && rc == 0; j++) {
+        if (next[j].slot != SIZE_MAX)
+            continue;
+        while (used[free_slot])
+            free_slot++;
+        used[free_slot] = 1;
+        next[j].slot = base + free_slot;
+        rc = tsr_kv_cache_copy(&b->dec.cache, next[j].slot, parent_slot[j]);
+    }
+    if (used != claimed)
+        free(used);
+    return rc;
+}
+
+/* One sentence's selection after a step; `rows` are its live hypotheses'
+ * log-probability rows. */
+static int select_sentence(search *b, size_t si, const float *rows)
+{
+    sentence *s = &b->sent[si];
+    size_t N = b->N, keep = 2 * N, n_c = 0;
+    candidate *c = b->cands;
+    for (size_t h = 0; h < s->n_live; h++)
+        n_c += top_of_row(rows + h * b->V, b->V, h, s->live[h].score, keep, c + n_c);
+    sort_candidates(c, n_c);
+
+    hyp *next = b->next_hyps;
+    size_t *parent_slot = b->parent_slot, n_next = 0;
+    int32_t *out_tokens = s->tokens[!s->flip];
+    for (size_t i = 0; i < n_c && n_next < N; i++) {
+        const hyp *parent = &s->live[c[i].hyp];
+        if (c[i].token == b->m->cfg.eos_id) {
+            if (i < N && add_finished(b, s, parent, c[i].score, parent->len + 1, 0, 0) != 0)
+                return -1;
+            continue;
+        }
+        hyp *h = &next[n_next];
+        h->score = c[i].score;
+        h->len = parent->len + 1;
+        h->tokens = out_tokens + n_next * b->limit;
+        memcpy(h->tokens, parent->tokens, parent->len * sizeof(int32_t));
+        h->tokens[parent->len] = c[i].token;
+        parent_slot[n_next++] = parent->slot;
+    }
+    if (assign_slots(b, si, next, parent_slot, n_next) != 0)
+        return -1;
+    s->flip = !s->flip;
+    memcpy(s->live, next, n_next * sizeof *next);
+    s->n_live = n_next;
+
+    /* Hypotheses at the length limit finish without eos. */
+    if (n_next > 0 && s->live[0].len == b->limit) {
+        for (size_t h = 0; h < s->n_live; h++)
+            if (add_finished(b, s, &s->live[h], s->live[h].score, b->limit, 0, 0) != 0)
+                return -1;
+        s->n_live = 0;
+    }
+    sort_finished(s);
+    size_t K = (size_t)b->o->n_best;
+    if (s->n_live == 0 || s->n_fin >= N ||
+        (s->n_fin >= K && live_bound(b, &s->live[0]) <= s->fin[K - 1].rank))
+        s->done = 1;
+    return 0;
+}
+
+static int step(search *b, char *err, size_t err_len)
+{
+    size_t rows = 0;
+    for (size_t si = 0; si < b->n; si++) {
+        sentence *s = &b->sent[si];
+        if (s->done)
+            continue;
+        for (size_t h = 0; h < s->n_live; h++) {
+            b->seqs[rows] = (tsr_decode_seq){.slot = s->live[h].slot, .sentence = si, .n_new = 1};
+            b->next[rows++] = s->live[h].len ? s->live[h].tokens[s->live[h].len - 1]
+                                             : b->m->cfg.bos_id;
+        }
+    }
+    if (rows == 0)
+        return 1;
+    const float *hidden;
+    const tessera_model *m = b->m;
+    if (tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len) != 0)
+        return -1;
+    tsr_op_linear(m, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p, b->V);
+    for (size_t r = 0; r < rows; r++)
+        m->kernels->log_softmax(b->logits.p + r * b->V, b->V, b->logits.p + r * b->V);
+    size_t row = 0;
+    for (size_t si = 0; si < b->n; si++) {
+        sentence *s = &b->sent[si];
+        if (s->done)
+            continue;
+        size_t n_live = s->n_live;
+        if (select_sentence(b, si, b->logits.p + row * b->V) != 0)
+            return tsr_fail(err, err_len, "out of memory in beam search");
+        row += n_live;
+    }
+    return 0;
+}
+
+static void output(search *b, tessera_hypothesis *out)
+{
+    size_t K = (size_t)b->o->n_best;
+    for (size_t si = 0; si < b->n; si++) {
+        sentence *s = &b->sent[si];
+        for (size_t k = 0; k < K; k++) {
+            tessera_hypothesis *h = &out[si * K + k];
+            if (k < s->n_fin) {
+                h->ids = s->fin[k].ids;
+                h->len = s->fin[k].len;
+                h->score = s->fin[k].rank;
+                s->fin[k].ids = NULL;
+            } else { /* a vocabulary smaller than the beam: fewer distinct hypotheses */
+                h->ids = malloc(sizeof(int32_t));
+                h->len = 0;
+                h->score = -INFINITY;
+            }
+        }
+    }
+}
+
+static int init(search *b, char *err, size_t err_len)
+{
+    size_t N = b->N, n = b->n;
+    b->sent = calloc(n, sizeof *b->sent);
+    b->live_pool = calloc(n * N, sizeof *b->live_pool);
+    b->cands = malloc(N * 2 * N * sizeof *b->cands);
+    b->seqs = malloc(n * N * sizeof *b->seqs);
+    b->next = malloc(n * N * sizeof *b->next);
+    b->next_hyps = malloc(N * sizeof *b->next_hyps);
+    b->parent_slot = malloc(N * sizeof *b->parent_slot);
+    if (!b->sent || !b->live_pool || !b->cands || !b->seqs || !b->next || !b->next_hyps ||
+        !b->parent_slot ||
+        tsr_buffer_reserve(&b->logits, n * N * b->V) != 0)
+        return tsr_fail(err, err_len, "out of memory for beam search");
+    for (size_t si = 0; si < n; si++) {
+        sentence *s = &b->sent[si];
+        s->live = b->live_pool + si * N;
+        for (int t = 0; t < 2; t++)
+            if (!(s->tokens[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
+                return tsr_fail(err, err_len, "out of memory for beam search");
+        s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0]};
+        s->n_live = 1;
+        s->done = b->limit == 0;
+        if (s->done && add_finished(b, s, &s->live[0], 0.0, 0, 0, 0) != 0)
+            return tsr_fail(err, err_len, "out of memory for beam search");
+    }
+    return 0;
+}
+
+static void release(search *b)
+{
+    if (b->sent)
+        for (size_t si = 0; si < b->n; si++) {
+            sentence *s = &b->sent[si];
+            for (size_t f = 0; f < s->n_fin; f++)
+                free(s->fin[f].ids);
+            free(s->fin);
+            free(s->tokens[0]);
+            free(s->tokens[1]);
+        }
+    free(b->sent);
+    free(b->live_pool);
+    free(b->cands);
+    free(b->seqs);
+    free(b->next);
+    free(b->next_hyps);
+    free(b->parent_slot);
+    tsr_buffer_free(&b->logits);
+}
+
+int tsr_beam_search(const tessera_model *m, const tessera_tokens *src, size_t n,
+                    const tessera_translate_options *o, tessera_hypothesis *out, char *err,
+                    size_t err_len)
+{
+    search b = {
+        .m = m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(m, o),
+        .V = (size_t)m->cfg.tgt_vocab_size, .n = n,
+    };
+    tsr_source_batch sb;
+    int rc = init(&b, err, err_len);
+    if (rc == 0)
+        rc = tsr_source_batch_encode(m, src, n, &sb, err, err_len);
+    if (rc == 0) {
+        rc = tsr_decoder_init(&b.dec, m, &sb.cross, n * b.N, err, err_len);
+        while (rc == 0)
+            rc = step(&b, err, err_len);
+        rc = rc < 0 ? -1 : 0;
+        if (rc == 0)
+            output(&b, out);
+        tsr_decoder_free(&b.dec);
+        tsr_source_batch_free(m, &sb);
+    }
+    release(&b);
+    return rc;
+}

@@ -1,0 +1,111 @@
+/* The tessera command: shared pieces of the subcommands. */
+#ifndef TSR_CORE_CLI_H
+#define TSR_CORE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/tessera.h"
+#include "core/vocab.h"
+
+/* Prints "tessera: MESSAGE" as one line on stderr. Returns 1 (the exit status
+ * for every error) so callers can `return cli_error(...)`. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Options shared by translate and score (and some by bench). */
+typedef struct cli_options {
+    const char *model_dir;
+    int threads;
+    int batch;
+    int tokens;
+    tessera_translate_options translate;
+    int n_best_given;
+} cli_options;
+
+/* Parses a whole number flag value in [lo, hi]; prints the error itself. */
+int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out);
+int cli_parse_float(const char *flag, const char *text, double lo, double hi, float *out);
+
+/* Parses the flags of translate or score (`allowed` lists the long names the
+ * command accepts besides -m/--model and --help). Returns 0 to go on, -1
+ * after printing --help (exit 0), 1 after printing an error. Applies
+ * --threads. */
+int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
+                      void (*usage)(FILE *));
+
+/* Applies --threads (0 = default) and prints an error on failure. */
+int cli_apply_threads(int threads);
+
+/* The model (and its vocabularies with --tokens), loaded for a subcommand. */
+typedef struct cli_model {
+    tessera_model *model;
+    const tessera_config *cfg;
+    tsr_vocab *src_vocab, *tgt_vocab; /* NULL without --tokens */
+} cli_model;
+
+int cli_model_open(const cli_options *o, cli_model *cm);
+void cli_model_close(cli_model *cm);
+
+/* ---- Input lines -------------------------------------------------------- */
+
+typedef struct cli_reader {
+    FILE *in;
+    size_t line_no;
+    char *buf;
+    size_t cap;
+} cli_reader;
+
+/* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
+ * the line in *line and *len, 0 at end of input, -1 on a read error (reported). */
+int cli_read_line(cli_reader *r, char **line, size_t *len);
+void cli_reader_free(cli_reader *r);
+
+/* Parses one input line into slot `index` of the caller's batch; on error
+ * returns -1 with a message (without the line number) in err. */
+typedef int (*cli_parse_fn)(void *ctx, const char *line, size_t len, size_t index, char *err,
+                            size_t err_len);
+
+/* Reads and parses up to max lines. *count receives the lines parsed. A line
+ * that fails stops the batch: pending receives "line N: message" (else it is
+ * empty) so that the lines before it can still be processed and printed
+ * before the error. Returns 1 when more input may follow, 0 at its end or
+ * after an error. */
+int cli_read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, size_t *count,
+                   char *pending, size_t pending_len);
+
+/* A growable list of ids. */
+typedef struct cli_ids {
+    int32_t *ids;
+    size_t len, cap;
+} cli_ids;
+
+/* Parses one sentence (ids, or tokens through vocab when vocab != NULL) and
+ * checks each id against vocab_size. On error returns -1 with a message
+ * (without the line number) in err. */
+int cli_parse_sentence(const char *text, size_t len, const tsr_vocab *vocab, int vocab_size,
+                       int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
+
+/* ---- Output --------------------------------------------------------------- */
+
+/* A line being built; written whole, or not at all. */
+typedef struct cli_line {
+    char *text;
+    size_t len, cap;
+} cli_line;
+
+void cli_line_reset(cli_line *l);
+int cli_line_printf(cli_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends ids (or their tokens), space separated. */
+int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const tsr_vocab *vocab);
+/* Writes the line and a newline to stdout; -1 (reported) on a write error. */
+int cli_line_emit(cli_line *l);
+void cli_line_free(cli_line *l);
+
+/* ---- Subcommands -------------------------------------------------------- */
+int cli_translate(int argc, char **argv);
+int cli_score(int argc, char **argv);
+int cli_info(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,52 @@
+/* tessera info: what this machine offers and what tessera will use. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera-config.h"
+#include "core/cli.h"
+#include "simd/cpu.h"
+#include "simd/dispatch.h"
+#include "threads/topology.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: tessera info\n\n"
+               "Prints the CPU features found, the kernel sets this build has and whether\n"
+               "this CPU can run them, the set chosen (TESSERA_ISA forces one), the thread\n"
+               "count and the hwloc topology.\n");
+}
+
+int cli_info(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 1)
+        return cli_error("info: unexpected argument '%s' (try 'tessera info --help')", argv[1]);
+
+    const tsr_cpu_features *f = tsr_cpu_features_get();
+    char buf[512], err[512];
+    tsr_cpu_features_describe(f, buf, sizeof buf);
+    printf("tessera %s\n", PACKAGE_VERSION);
+    printf("cpu: %s; features: %s\n", f->arch, buf);
+    for (size_t i = 0; i < tsr_kernel_set_count; i++) {
+        const char *name = tsr_kernel_set_names[i];
+        if (tsr_kernels_lookup(name, buf, sizeof buf))
+            printf("kernel set %-7s usable\n", name);
+        else
+            printf("kernel set %-7s unusable: %s\n", name, buf);
+    }
+    const char *chosen = tessera_kernel_set(err, sizeof err);
+    if (!chosen)
+        return cli_error("%s", err);
+    printf("kernel set chosen: %s%s\n", chosen,
+           getenv("TESSERA_ISA") && *getenv("TESSERA_ISA") ? " (forced by TESSERA_ISA)" : "");
+    if (cli_apply_threads(0) != 0)
+        return 1;
+    printf("threads: %d\n", tessera_threads());
+    tsr_topology_describe(buf, sizeof buf);
+    printf("topology: %s\n", buf);
+    return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
+}

@@ -1,0 +1,52 @@
+/* tessera: translate, score, info, bench. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tessera-config.h"
+#include "core/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: tessera COMMAND [OPTIONS]\n"
+            "\n"
+            "CPU inference for encoder-decoder Transformer models (Vaswani et al.).\n"
+            "Sentences are read from standard input, one per line; one line is written per\n"
+            "input line, in order.\n"
+            "\n"
+            "Commands:\n"
+            "  translate -m DIR   translate token-id sentences (greedy or beam search)\n"
+            "  score -m DIR       log-probabilities of target tokens, teacher forced\n"
+            "  info               CPU features, kernel set, threads and topology\n"
+            "  bench              timed runs on built-in Transformer-base/-big models\n"
+            "\n"
+            "'tessera COMMAND --help' describes each command's options.\n"
+            "Environment: TESSERA_ISA=scalar|avx2|avx512|neon forces a kernel set;\n"
+            "TESSERA_NUM_THREADS sets the thread count.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("tessera %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "translate") == 0)
+        return cli_translate(argc - 1, argv + 1);
+    if (strcmp(cmd, "score") == 0)
+        return cli_score(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0)
+        return cli_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return cli_bench(argc - 1, argv + 1);
+    return cli_error("unknown command '%s' (try 'tessera --help')", cmd);
+}

@@ -1,0 +1,172 @@
+/* Errors, flag values, and opening the model: what every subcommand shares. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cli.h"
+
+int cli_error(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    fflush(stdout);
+    fprintf(stderr, "tessera: %s\n", msg);
+    return 1;
+}
+
+int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || errno)
+        return cli_error("%s: '%s' is not a whole number", flag, text);
+    if (v < lo || v > hi)
+        return cli_error("%s: %ld is out of range [%ld, %ld]", flag, v, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+int cli_parse_float(const char *flag, const char *text, double lo, double hi, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v))
+        return cli_error("%s: '%s' is not a number", flag, text);
+    if (v < lo || v > hi)
+        return cli_error("%s: %g is out of range [%g, %g]", flag, v, lo, hi);
+    *out = (float)v;
+    return 0;
+}
+
+int cli_apply_threads(int threads)
+{
+    char err[512];
+    if (tessera_set_threads(threads, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    return 0;
+}
+
+int cli_model_open(const cli_options *o, cli_model *cm)
+{
+    char err[1024], path[4096];
+    memset(cm, 0, sizeof *cm);
+    if (!tessera_kernel_set(err, sizeof err))
+        return cli_error("%s", err);
+    if (tessera_model_load(o->model_dir, &cm->model, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    cm->cfg = tessera_model_config(cm->model);
+    if (o->tokens) {
+        snprintf(path, sizeof path, "%s/vocab.src.txt", o->model_dir);
+        cm->src_vocab = tsr_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
+        if (cm->src_vocab) {
+            snprintf(path, sizeof path, "%s/vocab.tgt.txt", o->model_dir);
+            cm->tgt_vocab = tsr_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
+        }
+        if (!cm->src_vocab || !cm->tgt_vocab) {
+            cli_model_close(cm);
+            return cli_error("%s", err);
+        }
+    }
+    return 0;
+}
+
+void cli_model_close(cli_model *cm)
+{
+    tessera_model_free(cm->model);
+    tsr_vocab_free(cm->src_vocab);
+    tsr_vocab_free(cm->tgt_vocab);
+    memset(cm, 0, sizeof *cm);
+}
+
+/* Flags of translate and score: which ones a command accepts is `allowed`. */
+enum {
+    OPT_MODEL = 'm',
+    OPT_HELP = 'h',
+    OPT_BEAM = 256,
+    OPT_MAX_LEN,
+    OPT_THREADS,
+    OPT_BATCH,
+    OPT_TOKENS,
+    OPT_LENGTH_PENALTY,
+    OPT_N_BEST,
+};
+
+static const struct option all_options[] = {
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"beam", required_argument, NULL, OPT_BEAM},
+    {"max-len", required_argument, NULL, OPT_MAX_LEN},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"tokens", no_argument, NULL, OPT_TOKENS},
+    {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
+    {"n-best", required_argument, NULL, OPT_N_BEST},
+    {NULL, 0, NULL, 0},
+};
+
+static int apply_option(int opt, const char *arg, cli_options *o)
+{
+    tessera_translate_options *t = &o->translate;
+    switch (opt) {
+    case OPT_MODEL: o->model_dir = arg; return 0;
+    case OPT_BEAM: return cli_parse_int("--beam", arg, 1, 1024, &t->beam);
+    case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, 0, 1 << 20, &t->max_len);
+    case OPT_THREADS: return cli_parse_int("--threads", arg, 1, 4096, &o->threads);
+    case OPT_BATCH: return cli_parse_int("--batch", arg, 1, 1 << 16, &o->batch);
+    case OPT_TOKENS: o->tokens = 1; return 0;
+    case OPT_LENGTH_PENALTY:
+        return cli_parse_float("--length-penalty", arg, 0.0, 100.0, &t->length_penalty);
+    case OPT_N_BEST: o->n_best_given = 1; return cli_parse_int("--n-best", arg, 1, 1024, &t->n_best);
+    default: return 1;
+    }
+}
+
+int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
+                      void (*usage)(FILE *))
+{
+    memset(o, 0, sizeof *o);
+    tessera_translate_options_init(&o->translate);
+    o->batch = 1;
+    opterr = 0;
+    optind = 1;
+    int opt, index;
+    while ((opt = getopt_long(argc, argv, ":m:h", all_options, &index)) != -1) {
+        const char *given = argv[optind - 1];
+        if (opt == '?')
+            return cli_error("%s: unknown option '%s' (try 'tessera %s --help')", cmd, given, cmd);
+        if (opt == ':')
+            return cli_error("%s: option '%s' needs a value", cmd, given);
+        if (opt == OPT_HELP) {
+            usage(stdout);
+            return -1;
+        }
+        const char *name = NULL;
+        for (const struct option *p = all_options; p->name; p++)
+            if (p->val == opt)
+                name = p->name;
+        if (opt != OPT_MODEL && !strstr(allowed, name))
+            return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
+        if (apply_option(opt, optarg, o) != 0)
+            return 1;
+    }
+    if (optind < argc)
+        return cli_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+    if (!o->model_dir)
+        return cli_error("%s: -m MODEL_DIR is required (try 'tessera %s --help')", cmd, cmd);
+    if (o->translate.n_best > o->translate.beam)
+        return cli_error("%s: --n-best %d is larger than --beam %d", cmd, o->translate.n_best,
+                         o->translate.beam);
+    return cli_apply_threads(o->threads);
+}

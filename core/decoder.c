@@ -1,0 +1,189 @@
+/* Decoder layer, as nn.TransformerDecoderLayer:
+ *   post-norm: x = LN1(x + SA(x)); x = LN2(x + CA(x, mem)); x = LN3(x + FFN(x))
+ *   pre-norm:  x = x + SA(LN1(x)); x = x + CA(LN2(x), mem); x = x + FFN(LN3(x))
+ * SA is causal self-attention over the slot's cache, CA attends to the
+ * sentence's cross memory. */
+#include "core/decoder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/ops.h"
+
+int tsr_cross_memory_build(const tessera_model *m, const float *memory, const tsr_packing *src,
+                           tsr_cross_memory *cm, char *err, size_t err_len)
+{
+    size_t L = (size_t)m->cfg.n_decoder_layers, d = m->d;
+    cm->src = src;
+    cm->kv = calloc(L, sizeof *cm->kv);
+    if (!cm->kv)
+        return tsr_fail(err, err_len, "out of memory for the cross-attention memory");
+    for (size_t l = 0; l < L; l++) {
+        cm->kv[l] = tsr_alloc_floats(src->rows * 2 * d);
+        if (!cm->kv[l]) {
+            tsr_cross_memory_free(m, cm);
+            return tsr_fail(err, err_len, "out of memory for the cross-attention memory");
+        }
+        tsr_op_linear(m, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
+                      cm->kv[l], 2 * d);
+    }
+    return 0;
+}
+
+void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm)
+{
+    if (cm->kv)
+        for (int l = 0; l < m->cfg.n_decoder_layers; l++)
+            tsr_free(cm->kv[l]);
+    free(cm->kv);
+    cm->kv = NULL;
+}
+
+int tsr_decoder_init(tsr_decoder *dec, const tessera_model *m, const tsr_cross_memory *cross,
+                     size_t n_slots, char *err, size_t err_len)
+{
+    memset(dec, 0, sizeof *dec);
+    dec->m = m;
+    dec->cross = cross;
+    if (tsr_kv_cache_init(&dec->cache, n_slots, (size_t)m->cfg.n_decoder_layers, m->d) != 0)
+        return tsr_fail(err, err_len, "out of memory for %zu decoder caches", n_slots);
+    return 0;
+}
+
+void tsr_decoder_free(tsr_decoder *dec)
+{
+    tsr_kv_cache_free(&dec->cache);
+    tsr_buffer_free(&dec->x);
+    tsr_buffer_free(&dec->h);
+    tsr_buffer_free(&dec->qkv);
+    tsr_buffer_free(&dec->attn);
+    tsr_buffer_free(&dec->scratch);
+    free(dec->jobs);
+    dec->jobs = NULL;
+}
+
+static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_t rows)
+{
+    size_t d = dec->m->d;
+    if (tsr_buffer_reserve(&dec->x, rows * d) || tsr_buffer_reserve(&dec->h, rows * d) ||
+        tsr_buffer_reserve(&dec->qkv, rows * 3 * d) || tsr_buffer_reserve(&dec->attn, rows * d) ||
+        tsr_buffer_reserve(&dec->scratch, tsr_op_ffn_scratch_floats(dec->m)))
+        return -1;
+    if (n > dec->jobs_cap) {
+        tsr_attention_job *jobs = realloc(dec->jobs, n * sizeof *jobs);
+        if (!jobs)
+            return -1;
+        dec->jobs = jobs;
+        dec->jobs_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = seqs[i].slot;
+        if (tsr_kv_cache_reserve(&dec->cache, slot, dec->cache.len[slot] + seqs[i].n_new) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Causal self-attention of the new rows; their K and V join the cache first. */
+static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
+                           size_t rows, const float *in, float *residual_out)
+{
+    const tessera_model *m = dec->m;
+    const tsr_self_attention *w = &m->dec[layer].self_attn;
+    size_t d = m->d, row = 0;
+    float *qkv = dec->qkv.p;
+    tsr_op_linear(m, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = seqs[i].slot, past = dec->cache.len[slot];
+        float *cache = tsr_kv_cache_layer(&dec->cache, slot, layer);
+        for (size_t t = 0; t < seqs[i].n_new; t++)
+            memcpy(cache + (past + t) * 2 * d, qkv + (row + t) * 3 * d + d, 2 * d * sizeof(float));
+        dec->jobs[i] = (tsr_attention_job){
+            .q = qkv + row * 3 * d, .ldq = 3 * d, .k = cache, .ldk = 2 * d, .v = cache + d,
+            .ldv = 2 * d, .out = dec->attn.p + row * d, .ldo = d,
+            .n_q = seqs[i].n_new, .n_k = past + seqs[i].n_new, .causal = 1, .q_pos = past,
+        };
+        row += seqs[i].n_new;
+    }
+    tsr_op_attention(m, dec->jobs, n);
+    tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
+}
+
+static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
+                            size_t rows, const float *in, float *residual_out)
+{
+    const tessera_model *m = dec->m;
+    const tsr_cross_attention *w = &m->dec[layer].cross;
+    const tsr_packing *src = dec->cross->src;
+    size_t d = m->d, row = 0;
+    float *q = dec->qkv.p;
+    tsr_op_linear(m, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
+    for (size_t i = 0; i < n; i++) {
+        size_t s = seqs[i].sentence;
+        const float *kv = dec->cross->kv[layer] + src->row0[s] * 2 * d;
+        dec->jobs[i] = (tsr_attention_job){
+            .q = q + row * d, .ldq = d, .k = kv, .ldk = 2 * d, .v = kv + d, .ldv = 2 * d,
+            .out = dec->attn.p + row * d, .ldo = d, .n_q = seqs[i].n_new, .n_k = src->len[s],
+            .causal = 0, .q_pos = 0,
+        };
+        row += seqs[i].n_new;
+    }
+    tsr_op_attention(m, dec->jobs, n);
+    tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
+}
+
+static void decoder_layer(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
+                          size_t rows)
+{
+    const tessera_model *m = dec->m;
+    const tsr_decoder_layer *l = &m->dec[layer];
+    float *x = dec->x.p, *h = dec->h.p, *scratch = dec->scratch.p;
+    if (m->cfg.norm_first) {
+        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, h);
+        self_attention(dec, layer, seqs, n, rows, h, x);
+        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, h);
+        cross_attention(dec, layer, seqs, n, rows, h, x);
+        tsr_op_layernorm(m, &l->norm3, x, NULL, rows, h);
+        tsr_op_ffn(m, &l->ff1, &l->ff2, h, rows, x, x, scratch);
+    } else {
+        self_attention(dec, layer, seqs, n, rows, x, x);
+        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, x);
+        cross_attention(dec, layer, seqs, n, rows, x, x);
+        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, x);
+        tsr_op_ffn(m, &l->ff1, &l->ff2, x, rows, x, h, scratch);
+        tsr_op_layernorm(m, &l->norm3, h, NULL, rows, x);
+    }
+}
+
+int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decode_seq *seqs,
+                        size_t n, const float **hidden, char *err, size_t err_len)
+{
+    const tessera_model *m = dec->m;
+    size_t d = m->d, rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t end = dec->cache.len[seqs[i].slot] + seqs[i].n_new;
+        if (end > (size_t)m->cfg.max_positions)
+            return tsr_fail(err, err_len, "target position %zu is beyond max_positions (%d)",
+                            end - 1, m->cfg.max_positions);
+        rows += seqs[i].n_new;
+    }
+    if (reserve(dec, seqs, n, rows) != 0)
+        return tsr_fail(err, err_len, "out of memory decoding %zu rows", rows);
+
+    size_t row = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t pos = dec->cache.len[seqs[i].slot];
+        m->kernels->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
+                          m->positions + pos * d, dec->x.p + row * d, d);
+        row += seqs[i].n_new;
+    }
+    for (int l = 0; l < m->cfg.n_decoder_layers; l++)
+        decoder_layer(dec, (size_t)l, seqs, n, rows);
+    for (size_t i = 0; i < n; i++)
+        dec->cache.len[seqs[i].slot] += seqs[i].n_new;
+    if (m->dec_norm.gamma)
+        tsr_op_layernorm(m, &m->dec_norm, dec->x.p, NULL, rows, dec->x.p);
+    *hidden = dec->x.p;
+    return 0;
+}

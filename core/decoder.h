@@ -1,0 +1,55 @@
+/* The decoder stack, run incrementally: each call feeds some new tokens per
+ * hypothesis slot, appends their self-attention keys and values to the
+ * slot's cache, and attends to the cached prefix, so a decoding step costs
+ * O(current length). Teacher-forced scoring is the same call with all target
+ * tokens at once. */
+#ifndef TSR_CORE_DECODER_H
+#define TSR_CORE_DECODER_H
+
+#include "core/batch.h"
+#include "core/kv_cache.h"
+#include "core/memory.h"
+#include "core/model.h"
+#include "core/ops.h"
+
+/* Cross-attention keys and values of every decoder layer, computed once per
+ * sentence from the encoder output: kv[layer] is [src rows][2d], rows laid
+ * out by `src` (K in columns [0, d), V in [d, 2d)). */
+typedef struct tsr_cross_memory {
+    float **kv;
+    const tsr_packing *src;
+} tsr_cross_memory;
+
+int tsr_cross_memory_build(const tessera_model *m, const float *memory, const tsr_packing *src,
+                           tsr_cross_memory *cm, char *err, size_t err_len);
+void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm);
+
+/* The new tokens of one hypothesis in a decoder call. */
+typedef struct tsr_decode_seq {
+    size_t slot;     /* its KV cache slot; its tokens go at positions len.. */
+    size_t sentence; /* which source sentence it attends to */
+    size_t n_new;    /* tokens fed in this call */
+} tsr_decode_seq;
+
+typedef struct tsr_decoder {
+    const tessera_model *m;
+    const tsr_cross_memory *cross;
+    tsr_kv_cache cache;
+    tsr_buffer x, h, qkv, attn, scratch;
+    tsr_attention_job *jobs;
+    size_t jobs_cap;
+} tsr_decoder;
+
+int tsr_decoder_init(tsr_decoder *dec, const tessera_model *m, const tsr_cross_memory *cross,
+                     size_t n_slots, char *err, size_t err_len);
+void tsr_decoder_free(tsr_decoder *dec);
+
+/* Feeds `tokens` (the new tokens of seqs[0], then seqs[1], ...) through the
+ * decoder. On success *hidden points to [rows][d] final hidden states (after
+ * the final norm when present), valid until the next call; each slot's cache
+ * length has grown by its n_new. -1 with a message on allocation failure or
+ * when a position would pass max_positions. */
+int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decode_seq *seqs,
+                        size_t n, const float **hidden, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,87 @@
+/* Encoder layer, as nn.TransformerEncoderLayer:
+ *   post-norm: x = LN1(x + SA(x));      x = LN2(x + FFN(x))
+ *   pre-norm:  x = x + SA(LN1(x));      x = x + FFN(LN2(x))
+ * All sentences of the batch go through each linear layer together; only
+ * attention is per sentence. */
+#include "core/encoder.h"
+
+#include "core/errors.h"
+#include "core/memory.h"
+#include "core/ops.h"
+
+typedef struct encoder_work {
+    float *h;       /* [rows][d]: normed input of a sublayer (pre-norm) or sublayer output */
+    float *qkv;     /* [rows][3d] */
+    float *attn;    /* [rows][d] */
+    float *scratch; /* FFN block */
+    tsr_attention_job *jobs;
+} encoder_work;
+
+static void self_attention(const tessera_model *m, const tsr_self_attention *w,
+                           const tsr_packing *p, const float *in, float *residual_out,
+                           encoder_work *wk)
+{
+    size_t d = m->d;
+    tsr_op_linear(m, &w->qkv, in, d, p->rows, TSR_ACT_NONE, NULL, 0, wk->qkv, 3 * d);
+    for (size_t s = 0; s < p->n; s++) {
+        const float *base = wk->qkv + p->row0[s] * 3 * d;
+        wk->jobs[s] = (tsr_attention_job){
+            .q = base, .ldq = 3 * d, .k = base + d, .ldk = 3 * d, .v = base + 2 * d,
+            .ldv = 3 * d, .out = wk->attn + p->row0[s] * d, .ldo = d,
+            .n_q = p->len[s], .n_k = p->len[s], .causal = 0, .q_pos = 0,
+        };
+    }
+    tsr_op_attention(m, wk->jobs, p->n);
+    /* residual_out += out_proj(attn) */
+    tsr_op_linear(m, &w->out, wk->attn, d, p->rows, TSR_ACT_NONE, residual_out, d,
+                  residual_out, d);
+}
+
+static void encoder_layer(const tessera_model *m, const tsr_encoder_layer *l,
+                          const tsr_packing *p, float *x, encoder_work *wk)
+{
+    size_t rows = p->rows;
+    if (m->cfg.norm_first) {
+        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, wk->h);
+        self_attention(m, &l->attn, p, wk->h, x, wk);
+        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, wk->h);
+        tsr_op_ffn(m, &l->ff1, &l->ff2, wk->h, rows, x, x, wk->scratch);
+    } else {
+        self_attention(m, &l->attn, p, x, x, wk);
+        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, x);
+        tsr_op_ffn(m, &l->ff1, &l->ff2, x, rows, x, wk->h, wk->scratch);
+        tsr_op_layernorm(m, &l->norm2, wk->h, NULL, rows, x);
+    }
+}
+
+int tsr_encode(const tessera_model *m, const tessera_tokens *src, const tsr_packing *p,
+               float *memory, char *err, size_t err_len)
+{
+    size_t d = m->d, rows = p->rows;
+    encoder_work wk = {
+        .h = tsr_alloc_floats(rows * d),
+        .qkv = tsr_alloc_floats(rows * 3 * d),
+        .attn = tsr_alloc_floats(rows * d),
+        .scratch = tsr_alloc_floats(tsr_op_ffn_scratch_floats(m)),
+        .jobs = tsr_alloc(p->n, sizeof(tsr_attention_job)),
+    };
+    int rc = 0;
+    if (!wk.h || !wk.qkv || !wk.attn || !wk.scratch || !wk.jobs) {
+        rc = tsr_fail(err, err_len, "out of memory encoding %zu source tokens", rows);
+        goto done;
+    }
+    for (size_t s = 0; s < p->n; s++)
+        m->kernels->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
+                          memory + p->row0[s] * d, d);
+    for (int i = 0; i < m->cfg.n_encoder_layers; i++)
+        encoder_layer(m, &m->enc[i], p, memory, &wk);
+    if (m->enc_norm.gamma)
+        tsr_op_layernorm(m, &m->enc_norm, memory, NULL, rows, memory);
+done:
+    tsr_free(wk.h);
+    tsr_free(wk.qkv);
+    tsr_free(wk.attn);
+    tsr_free(wk.scratch);
+    tsr_free(wk.jobs);
+    return rc;
+}

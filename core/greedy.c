@@ -1,0 +1,116 @@
+/* Greedy decoding of a batch: every sentence starts from [bos], appends the
+ * argmax of the generator at its last position, and leaves the batch when it
+ * emits eos or reaches the length limit. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/decode.h"
+#include "core/errors.h"
+#include "core/memory.h"
+#include "core/ops.h"
+
+typedef struct greedy_state {
+    int32_t *ids;     /* [n][limit] outputs */
+    size_t *len;      /* [n] */
+    double *logprob;  /* [n] */
+    tsr_decode_seq *seqs;
+    int32_t *next;    /* the token each active sentence feeds next */
+} greedy_state;
+
+static void finish(const tessera_translate_options *o, const greedy_state *g, size_t s,
+                   int ended_with_eos, tessera_hypothesis *out)
+{
+    size_t n_tokens = g->len[s] + (ended_with_eos ? 1 : 0);
+    out[s].ids = malloc((g->len[s] + 1) * sizeof(int32_t));
+    out[s].len = g->len[s];
+    out[s].score = g->logprob[s];
+    if (o->length_penalty != 0.0f && n_tokens > 0)
+        out[s].score /= pow((double)n_tokens, (double)o->length_penalty);
+}
+
+static int run(const tessera_model *m, size_t n, const tessera_translate_options *o,
+               tsr_decoder *dec, greedy_state *g, tsr_buffer *logits, tessera_hypothesis *out,
+               char *err, size_t err_len)
+{
+    size_t limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size, active = 0;
+    const tsr_kernels *k = m->kernels;
+    for (size_t s = 0; s < n; s++) {
+        if (limit == 0) {
+            finish(o, g, s, 0, out);
+            continue;
+        }
+        g->seqs[active] = (tsr_decode_seq){.slot = s, .sentence = s, .n_new = 1};
+        g->next[active++] = m->cfg.bos_id;
+    }
+    if (tsr_buffer_reserve(logits, n * V) != 0)
+        return tsr_fail(err, err_len, "out of memory for the generator output");
+    while (active > 0) {
+        const float *hidden;
+        if (tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len) != 0)
+            return -1;
+        tsr_op_linear(m, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0, logits->p, V);
+        size_t kept = 0;
+        for (size_t i = 0; i < active; i++) {
+            const float *row = logits->p + i * V;
+            size_t s = g->seqs[i].sentence;
+            int32_t tok = (int32_t)k->argmax(row, V);
+            g->logprob[s] += (double)(row[tok] - k->logsumexp(row, V));
+            if (tok == m->cfg.eos_id) {
+                finish(o, g, s, 1, out);
+                continue;
+            }
+            g->ids[s * limit + g->len[s]++] = tok;
+            if (g->len[s] == limit) {
+                finish(o, g, s, 0, out);
+                continue;
+            }
+            g->seqs[kept] = g->seqs[i];
+            g->next[kept++] = tok;
+        }
+        active = kept;
+    }
+    for (size_t s = 0; s < n; s++) {
+        if (!out[s].ids)
+            return tsr_fail(err, err_len, "out of memory for the output");
+        for (size_t t = 0; t < g->len[s]; t++)
+            out[s].ids[t] = g->ids[s * limit + t];
+    }
+    return 0;
+}
+
+int tsr_greedy(const tessera_model *m, const tessera_tokens *src, size_t n,
+               const tessera_translate_options *o, tessera_hypothesis *out, char *err,
+               size_t err_len)
+{
+    size_t limit = tsr_target_limit(m, o);
+    tsr_source_batch sb;
+    tsr_decoder dec;
+    tsr_buffer logits = {0};
+    greedy_state g = {
+        .ids = malloc((n * limit + 1) * sizeof(int32_t)),
+        .len = calloc(n, sizeof(size_t)),
+        .logprob = calloc(n, sizeof(double)),
+        .seqs = malloc(n * sizeof(tsr_decode_seq)),
+        .next = malloc(n * sizeof(int32_t)),
+    };
+    int rc = -1;
+    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next) {
+        tsr_fail(err, err_len, "out of memory for %zu sentences", n);
+        goto free_state;
+    }
+    if (tsr_source_batch_encode(m, src, n, &sb, err, err_len) != 0)
+        goto free_state;
+    if (tsr_decoder_init(&dec, m, &sb.cross, n, err, err_len) == 0) {
+        rc = run(m, n, o, &dec, &g, &logits, out, err, err_len);
+        tsr_decoder_free(&dec);
+    }
+    tsr_source_batch_free(m, &sb);
+free_state:
+    tsr_buffer_free(&logits);
+    free(g.ids);
+    free(g.len);
+    free(g.logprob);
+    free(g.seqs);
+    free(g.next);
+    return rc;
+}

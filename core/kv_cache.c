@@ -1,0 +1,66 @@
+#include "core/kv_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/memory.h"
+
+int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d)
+{
+    c->n_slots = n_slots;
+    c->n_layers = n_layers;
+    c->d = d;
+    c->rows = calloc(n_slots * n_layers, sizeof *c->rows);
+    c->cap = calloc(n_slots, sizeof *c->cap);
+    c->len = calloc(n_slots, sizeof *c->len);
+    if (!c->rows || !c->cap || !c->len) {
+        tsr_kv_cache_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+void tsr_kv_cache_free(tsr_kv_cache *c)
+{
+    if (c->rows)
+        for (size_t i = 0; i < c->n_slots * c->n_layers; i++)
+            tsr_free(c->rows[i]);
+    free(c->rows);
+    free(c->cap);
+    free(c->len);
+    memset(c, 0, sizeof *c);
+}
+
+int tsr_kv_cache_reserve(tsr_kv_cache *c, size_t slot, size_t positions)
+{
+    if (positions <= c->cap[slot])
+        return 0;
+    size_t cap = c->cap[slot] ? c->cap[slot] : 16;
+    while (cap < positions)
+        cap *= 2;
+    size_t width = 2 * c->d;
+    for (size_t l = 0; l < c->n_layers; l++) {
+        float **buf = &c->rows[slot * c->n_layers + l];
+        float *grown = tsr_alloc_floats(cap * width);
+        if (!grown)
+            return -1;
+        if (*buf)
+            memcpy(grown, *buf, c->len[slot] * width * sizeof(float));
+        tsr_free(*buf);
+        *buf = grown;
+    }
+    c->cap[slot] = cap;
+    return 0;
+}
+
+int tsr_kv_cache_copy(tsr_kv_cache *c, size_t dst, size_t src)
+{
+    size_t n = c->len[src];
+    if (tsr_kv_cache_reserve(c, dst, n) != 0)
+        return -1;
+    for (size_t l = 0; l < c->n_layers; l++)
+        memcpy(tsr_kv_cache_layer(c, dst, l), tsr_kv_cache_layer(c, src, l),
+               n * 2 * c->d * sizeof(float));
+    c->len[dst] = n;
+    return 0;
+}

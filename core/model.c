@@ -1,0 +1,314 @@
+/* Building the in-memory model from a weight source: every tensor INTERFACE.md
+ * names is fetched by name, checked for shape, widened to float32 and, for
+ * linear layers, packed for the kernel set in use. */
+#include "core/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/memory.h"
+
+typedef struct builder {
+    tessera_model *m;
+    const tsr_weight_source *src;
+    float *staging; /* room for the largest weight before packing */
+    char *err;
+    size_t err_len;
+} builder;
+
+static void *model_alloc(tessera_model *m, size_t floats)
+{
+    if (m->n_blocks == m->cap_blocks) {
+        size_t cap = m->cap_blocks ? 2 * m->cap_blocks : 64;
+        void **blocks = realloc(m->blocks, cap * sizeof *blocks);
+        if (!blocks)
+            return NULL;
+        m->blocks = blocks;
+        m->cap_blocks = cap;
+    }
+    float *p = tsr_alloc_floats(floats);
+    if (p) {
+        m->blocks[m->n_blocks++] = p;
+        m->weight_bytes += floats * sizeof(float);
+    }
+    return p;
+}
+
+static int out_of_memory(builder *b, const char *what)
+{
+    return tsr_fail(b->err, b->err_len, "out of memory while loading '%s'", what);
+}
+
+/* A plain float tensor kept as is (embeddings, norms, biases). */
+static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t ndim,
+                       int optional, float **out)
+{
+    size_t count = 1;
+    for (size_t i = 0; i < ndim; i++)
+        count *= shape[i];
+    float *dst = model_alloc(b->m, count);
+    if (!dst)
+        return out_of_memory(b, name);
+    int rc = b->src->fetch(b->src->ctx, name, shape, ndim, optional, 0, dst, b->err, b->err_len);
+    if (rc != 0) {
+        *out = NULL;
+        return rc;
+    }
+    *out = dst;
+    return 0;
+}
+
+/* Packs rows [row0, row0 + n) of a staged [*][k] weight into a linear layer. */
+static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t k,
+                     const float *bias, tsr_packed_linear *lin)
+{
+    const tsr_kernels *kern = b->m->kernels;
+    lin->n = n;
+    lin->k = k;
+    lin->bias = bias;
+    lin->panels = model_alloc(b->m, kern->pack_floats(n, k));
+    if (!lin->panels)
+        return out_of_memory(b, name);
+    kern->pack_linear(b->staging + row0 * k, n, k, lin->panels);
+    return 0;
+}
+
+/* Fetches PREFIX.weight [n][k] and PREFIX.bias [n] into a packed layer. */
+static int fetch_linear(builder *b, const char *prefix, size_t n, size_t k, tsr_packed_linear *lin)
+{
+    char name[256];
+    size_t wshape[2] = {n, k}, bshape[1] = {n};
+    float *bias;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    if (fetch_plain(b, name, bshape, 1, 0, &bias) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if (b->src->fetch(b->src->ctx, name, wshape, 2, 0, 0, b->staging, b->err, b->err_len) != 0)
+        return -1;
+    return pack_rows(b, name, 0, n, k, bias, lin);
+}
+
+/* in_proj of nn.MultiheadAttention: [3d][d] weight, [3d] bias. */
+static int fetch_in_proj(builder *b, const char *prefix, float **bias)
+{
+    char name[256];
+    size_t d = b->m->d;
+    size_t wshape[2] = {3 * d, d}, bshape[1] = {3 * d};
+    snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
+    if (fetch_plain(b, name, bshape, 1, 0, bias) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
+    return b->src->fetch(b->src->ctx, name, wshape, 2, 0, 0, b->staging, b->err, b->err_len);
+}
+
+static int fetch_self_attention(builder *b, const char *prefix, tsr_self_attention *a)
+{
+    char name[256];
+    float *bias;
+    size_t d = b->m->d;
+    if (fetch_in_proj(b, prefix, &bias) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
+    if (pack_rows(b, name, 0, 3 * d, d, bias, &a->qkv) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.out_proj", prefix);
+    return fetch_linear(b, name, d, d, &a->out);
+}
+
+static int fetch_cross_attention(builder *b, const char *prefix, tsr_cross_attention *a)
+{
+    char name[256];
+    float *bias;
+    size_t d = b->m->d;
+    if (fetch_in_proj(b, prefix, &bias) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
+    if (pack_rows(b, name, 0, d, d, bias, &a->q) != 0 ||
+        pack_rows(b, name, d, 2 * d, d, bias + d, &a->kv) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.out_proj", prefix);
+    return fetch_linear(b, name, d, d, &a->out);
+}
+
+/* A LayerNorm; optional ones (the final norms) may be absent, but then both
+ * weight and bias must be. */
+static int fetch_norm(builder *b, const char *prefix, int optional, tsr_norm *norm)
+{
+    char name[256];
+    size_t shape[1] = {b->m->d};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    int rc = fetch_plain(b, name, shape, 1, optional, &norm->gamma);
+    if (rc < 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    if (rc == 1) {
+        norm->gamma = norm->beta = NULL;
+        return 0;
+    }
+    return fetch_plain(b, name, shape, 1, 0, &norm->beta);
+}
+
+static int fetch_ffn(builder *b, const char *prefix, tsr_packed_linear *ff1, tsr_packed_linear *ff2)
+{
+    char name[256];
+    size_t d = b->m->d, d_ff = (size_t)b->m->cfg.d_ff;
+    snprintf(name, sizeof name, "%s.linear1", prefix);
+    if (fetch_linear(b, name, d_ff, d, ff1) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.linear2", prefix);
+    return fetch_linear(b, name, d, d_ff, ff2);
+}
+
+static int fetch_encoder_layer(builder *b, size_t i, tsr_encoder_layer *l)
+{
+    char p[128], name[192];
+    snprintf(p, sizeof p, "transformer.encoder.layers.%zu", i);
+    snprintf(name, sizeof name, "%s.self_attn", p);
+    if (fetch_self_attention(b, name, &l->attn) != 0 || fetch_ffn(b, p, &l->ff1, &l->ff2) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.norm1", p);
+    if (fetch_norm(b, name, 0, &l->norm1) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.norm2", p);
+    return fetch_norm(b, name, 0, &l->norm2);
+}
+
+static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
+{
+    char p[128], name[192];
+    snprintf(p, sizeof p, "transformer.decoder.layers.%zu", i);
+    snprintf(name, sizeof name, "%s.self_attn", p);
+    if (fetch_self_attention(b, name, &l->self_attn) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.multihead_attn", p);
+    if (fetch_cross_attention(b, name, &l->cross) != 0 || fetch_ffn(b, p, &l->ff1, &l->ff2) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.norm1", p);
+    if (fetch_norm(b, name, 0, &l->norm1) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.norm2", p);
+    if (fetch_norm(b, name, 0, &l->norm2) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%s.norm3", p);
+    return fetch_norm(b, name, 0, &l->norm3);
+}
+
+/* PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same angle), computed in
+ * double and rounded once. */
+static void sinusoid(float *pe, size_t max_positions, size_t d)
+{
+    for (size_t p = 0; p < max_positions; p++)
+        for (size_t j = 0; j < d; j++) {
+            size_t two_i = j & ~(size_t)1;
+            double angle = (double)p / pow(10000.0, (double)two_i / (double)d);
+            pe[p * d + j] = (float)((j & 1) ? cos(angle) : sin(angle));
+        }
+}
+
+static int fetch_embeddings(builder *b)
+{
+    tessera_model *m = b->m;
+    size_t d = m->d, P = (size_t)m->cfg.max_positions;
+    size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
+    size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
+    size_t pos_shape[3] = {P, 1, d};
+    if (fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb) != 0 ||
+        fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb) != 0)
+        return -1;
+    m->positions = model_alloc(m, P * d);
+    if (!m->positions)
+        return out_of_memory(b, "positional_encoding.pos_embedding");
+    int rc = b->src->fetch(b->src->ctx, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
+                           m->positions, b->err, b->err_len);
+    if (rc < 0)
+        return -1;
+    if (rc == 1)
+        sinusoid(m->positions, P, d);
+    return 0;
+}
+
+static size_t largest_weight(const tessera_config *c)
+{
+    size_t d = (size_t)c->d_model, big = 3 * d * d;
+    if ((size_t)c->d_ff * d > big)
+        big = (size_t)c->d_ff * d;
+    if ((size_t)c->tgt_vocab_size * d > big)
+        big = (size_t)c->tgt_vocab_size * d;
+    return big;
+}
+
+static tsr_activation activation_of(tessera_activation a)
+{
+    switch (a) {
+    case TESSERA_GELU: return TSR_ACT_GELU;
+    case TESSERA_SILU: return TSR_ACT_SILU;
+    default: return TSR_ACT_RELU;
+    }
+}
+
+static int build_all(builder *b)
+{
+    tessera_model *m = b->m;
+    size_t n_enc = (size_t)m->cfg.n_encoder_layers, n_dec = (size_t)m->cfg.n_decoder_layers;
+    m->enc = calloc(n_enc, sizeof *m->enc);
+    m->dec = calloc(n_dec, sizeof *m->dec);
+    if (!m->enc || !m->dec)
+        return out_of_memory(b, "layers");
+    if (fetch_embeddings(b) != 0)
+        return -1;
+    for (size_t i = 0; i < n_enc; i++)
+        if (fetch_encoder_layer(b, i, &m->enc[i]) != 0)
+            return -1;
+    for (size_t i = 0; i < n_dec; i++)
+        if (fetch_decoder_layer(b, i, &m->dec[i]) != 0)
+            return -1;
+    if (fetch_norm(b, "transformer.encoder.norm", 1, &m->enc_norm) != 0 ||
+        fetch_norm(b, "transformer.decoder.norm", 1, &m->dec_norm) != 0)
+        return -1;
+    return fetch_linear(b, "generator", (size_t)m->cfg.tgt_vocab_size, m->d, &m->generator);
+}
+
+tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
+                               const tsr_weight_source *src, char *err, size_t err_len)
+{
+    tessera_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        tsr_fail(err, err_len, "out of memory");
+        return NULL;
+    }
+    m->cfg = *cfg;
+    m->kernels = kernels;
+    m->act = activation_of(cfg->activation);
+    m->d = (size_t)cfg->d_model;
+    m->n_heads = (size_t)cfg->n_heads;
+    m->d_head = m->d / m->n_heads;
+    m->emb_scale = cfg->scale_embedding ? sqrtf((float)cfg->d_model) : 1.0f;
+
+    builder b = {m, src, tsr_alloc_floats(largest_weight(cfg)), err, err_len};
+    int rc = b.staging ? build_all(&b) : out_of_memory(&b, "staging buffer");
+    tsr_free(b.staging);
+    if (rc != 0) {
+        tessera_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void tessera_model_free(tessera_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_blocks; i++)
+        tsr_free(m->blocks[i]);
+    free(m->blocks);
+    free(m->enc);
+    free(m->dec);
+    free(m);
+}
+
+const tessera_config *tessera_model_config(const tessera_model *m) { return &m->cfg; }
+
+size_t tessera_model_weight_bytes(const tessera_model *m) { return m->weight_bytes; }

@@ -1,0 +1,81 @@
+/* The in-memory model: configuration, the chosen kernel table and every
+ * weight, already widened to float32 and packed for that table. Immutable
+ * after tsr_model_build returns. */
+#ifndef TSR_CORE_MODEL_H
+#define TSR_CORE_MODEL_H
+
+#include <stddef.h>
+
+#include "core/tessera.h"
+#include "simd/kernels.h"
+
+typedef struct tsr_norm {
+    float *gamma; /* NULL when the norm is absent (optional final norms) */
+    float *beta;
+} tsr_norm;
+
+typedef struct tsr_self_attention {
+    tsr_packed_linear qkv; /* in_proj: [3d][d], q, k, v stacked */
+    tsr_packed_linear out; /* out_proj: [d][d] */
+} tsr_self_attention;
+
+/* Cross-attention splits in_proj: q is applied to the decoder stream at every
+ * step, k and v to the encoder output once per sentence. */
+typedef struct tsr_cross_attention {
+    tsr_packed_linear q;  /* in_proj rows [0, d) */
+    tsr_packed_linear kv; /* in_proj rows [d, 3d) */
+    tsr_packed_linear out;
+} tsr_cross_attention;
+
+typedef struct tsr_encoder_layer {
+    tsr_self_attention attn;
+    tsr_packed_linear ff1, ff2;
+    tsr_norm norm1, norm2;
+} tsr_encoder_layer;
+
+typedef struct tsr_decoder_layer {
+    tsr_self_attention self_attn;
+    tsr_cross_attention cross;
+    tsr_packed_linear ff1, ff2;
+    tsr_norm norm1, norm2, norm3;
+} tsr_decoder_layer;
+
+struct tessera_model {
+    tessera_config cfg;
+    const tsr_kernels *kernels;
+    tsr_activation act;
+    float emb_scale;
+    size_t d, d_head, n_heads;
+
+    float *src_emb;   /* [src_vocab][d] */
+    float *tgt_emb;   /* [tgt_vocab][d] */
+    float *positions; /* [max_positions][d]: the file's table or the sinusoid */
+    tsr_encoder_layer *enc;
+    tsr_decoder_layer *dec;
+    tsr_norm enc_norm, dec_norm;
+    tsr_packed_linear generator;
+
+    /* Every allocation above, released by tessera_model_free. */
+    void **blocks;
+    size_t n_blocks, cap_blocks;
+    size_t weight_bytes;
+};
+
+/* Where the weights come from: a safetensors file or a random generator.
+ * fetch fills dst with the `count` = product(shape) float32 values of tensor
+ * `name`, which must have exactly `shape` (or, with rows_at_least, at least
+ * shape[0] rows, of which only the first shape[0] are read). Returns 0 when
+ * filled, 1 when the tensor is absent and `optional`, -1 with a message
+ * naming the tensor otherwise. */
+typedef struct tsr_weight_source {
+    int (*fetch)(void *ctx, const char *name, const size_t *shape, size_t ndim, int optional,
+                 int rows_at_least, float *dst, char *err, size_t err_len);
+    void *ctx;
+} tsr_weight_source;
+
+/* Builds a model from a validated config and a weight source, packing with
+ * `kernels`. Returns NULL with a message on error. */
+tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
+                               const tsr_weight_source *src, char *err, size_t err_len);
+
+#endif

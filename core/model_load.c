@@ -1,0 +1,96 @@
+/* tessera_model_load: config.json + model.safetensors from a directory. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/errors.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "simd/dispatch.h"
+
+typedef struct file_source {
+    tsr_safetensors st;
+    const tsr_kernels *kernels;
+} file_source;
+
+static void describe_shape(const size_t *shape, size_t ndim, char *buf, size_t len)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, len, "[");
+    for (size_t i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%zu", i ? ", " : "", shape[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
+static int shape_matches(const tsr_tensor_info *t, const size_t *shape, size_t ndim,
+                         int rows_at_least)
+{
+    if (t->ndim != ndim)
+        return 0;
+    for (size_t i = 0; i < ndim; i++) {
+        if (i == 0 && rows_at_least ? t->shape[0] < shape[0] : t->shape[i] != shape[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int fetch_from_file(void *ctx, const char *name, const size_t *shape, size_t ndim,
+                           int optional, int rows_at_least, float *dst, char *err, size_t err_len)
+{
+    file_source *fs = ctx;
+    const tsr_tensor_info *t = tsr_safetensors_find(&fs->st, name);
+    if (!t)
+        return optional ? 1 : tsr_fail(err, err_len, "tensor '%s': missing", name);
+    if (!shape_matches(t, shape, ndim, rows_at_least)) {
+        char want[128], got[128];
+        describe_shape(shape, ndim, want, sizeof want);
+        describe_shape(t->shape, t->ndim, got, sizeof got);
+        return tsr_fail(err, err_len, "tensor '%s': shape %s, expected %s%s", name, got, want,
+                        rows_at_least ? " (or more rows)" : "");
+    }
+    /* Row-major: the first shape[0] rows are a prefix of the data. */
+    size_t count = 1;
+    for (size_t i = 0; i < ndim; i++)
+        count *= shape[i];
+    switch (t->dtype) {
+    case TSR_DTYPE_F32:
+        memcpy(dst, t->data, count * sizeof(float));
+        return 0;
+    case TSR_DTYPE_F16:
+        fs->kernels->f16_to_f32(t->data, count, dst);
+        return 0;
+    case TSR_DTYPE_BF16:
+        fs->kernels->bf16_to_f32(t->data, count, dst);
+        return 0;
+    default:
+        return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16", name,
+                        t->dtype_name);
+    }
+}
+
+int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)
+{
+    char path[4096];
+    tessera_config cfg;
+    *model = NULL;
+    const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
+    if (!kernels)
+        return -1;
+
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (tsr_config_load(path, &cfg, err, err_len) != 0)
+        return -1;
+
+    file_source fs = {.kernels = kernels};
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (tsr_safetensors_open(path, &fs.st, err, err_len) != 0)
+        return tsr_fail_prefix(err, err_len, path);
+
+    tsr_weight_source src = {fetch_from_file, &fs};
+    *model = tsr_model_build(&cfg, kernels, &src, err, err_len);
+    tsr_safetensors_close(&fs.st);
+    if (!*model)
+        return tsr_fail_prefix(err, err_len, path);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* The model's operations over whole row sets, on top of the kernel table.
+ * This is the layer where work is split across threads; the model code above
+ * it sees only matrices. */
+#ifndef TSR_CORE_OPS_H
+#define TSR_CORE_OPS_H
+
+#include <stddef.h>
+
+#include "core/model.h"
+
+/* y = residual + act(x W^T + b) over m rows (residual may be NULL or equal y). */
+void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
+                   size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
+                   size_t ldy);
+
+/* y = residual + FFN(x) over m rows of d_model; scratch holds
+ * tsr_op_ffn_scratch_floats() floats. */
+void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
+                const float *x, size_t rows, const float *residual, float *y, float *scratch);
+size_t tsr_op_ffn_scratch_floats(const tessera_model *m);
+
+/* if delta: x += delta; out = LN(x) for rows of d_model (contiguous, ld d). */
+void tsr_op_layernorm(const tessera_model *m, const tsr_norm *norm, float *x, const float *delta,
+                      size_t rows, float *out);
+
+/* One multi-head attention problem: the queries of one sequence against its
+ * keys and values. Rows hold all heads side by side (head h in columns
+ * [h*d_head, (h+1)*d_head)). */
+typedef struct tsr_attention_job {
+    const float *q;
+    size_t ldq;
+    const float *k;
+    size_t ldk;
+    const float *v;
+    size_t ldv;
+    float *out;
+    size_t ldo;
+    size_t n_q, n_k;
+    int causal;
+    size_t q_pos;
+} tsr_attention_job;
+
+/* Runs every (job, head) pair. */
+void tsr_op_attention(const tessera_model *m, const tsr_attention_job *jobs, size_t n_jobs);
+
+#endif

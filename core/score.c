@@ -1,0 +1,120 @@
+/* Teacher-forced scoring: the decoder is fed [bos] + tgt for all positions at
+ * once (causal self-attention makes that equal to feeding them one at a time)
+ * and each position's log-probability of the next target token, then of eos,
+ * is read off the generator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/decode.h"
+#include "core/errors.h"
+#include "core/memory.h"
+#include "core/ops.h"
+
+/* Rows of generator output held at once: bounds memory for long targets. */
+#define GENERATOR_ROWS 64
+
+/* Log-probabilities of targets[r] for each row of hidden, written in row
+ * order to flat[r]. */
+static void generator_logprobs(const tessera_model *m, const float *hidden, size_t rows,
+                               const int32_t *targets, float *logits, float *flat)
+{
+    size_t V = (size_t)m->cfg.tgt_vocab_size;
+    for (size_t r0 = 0; r0 < rows; r0 += GENERATOR_ROWS) {
+        size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
+        tsr_op_linear(m, &m->generator, hidden + r0 * m->d, m->d, count, TSR_ACT_NONE, NULL, 0,
+                      logits, V);
+        for (size_t j = 0; j < count; j++) {
+            const float *row = logits + j * V;
+            flat[r0 + j] = row[targets[r0 + j]] - m->kernels->logsumexp(row, V);
+        }
+    }
+}
+
+static int score_batch(const tessera_model *m, const tessera_tokens *src,
+                       const tessera_tokens *tgt, size_t n, float **out, char *err,
+                       size_t err_len)
+{
+    size_t V = (size_t)m->cfg.tgt_vocab_size, rows = 0;
+    for (size_t i = 0; i < n; i++)
+        rows += tgt[i].len + 1;
+    int32_t *tokens = malloc(rows * sizeof *tokens);
+    int32_t *targets = malloc(rows * sizeof *targets);
+    float *flat = malloc(rows * sizeof *flat);
+    tsr_decode_seq *seqs = malloc(n * sizeof *seqs);
+    float *logits = tsr_alloc_floats(GENERATOR_ROWS * V);
+    int rc = -1;
+    if (!tokens || !targets || !flat || !seqs || !logits) {
+        tsr_fail(err, err_len, "out of memory scoring %zu target tokens", rows);
+        goto done;
+    }
+    size_t r = 0;
+    for (size_t i = 0; i < n; i++) {
+        seqs[i] = (tsr_decode_seq){.slot = i, .sentence = i, .n_new = tgt[i].len + 1};
+        tokens[r] = m->cfg.bos_id;
+        memcpy(tokens + r + 1, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+        memcpy(targets + r, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+        targets[r + tgt[i].len] = m->cfg.eos_id;
+        r += tgt[i].len + 1;
+    }
+
+    tsr_source_batch sb;
+    tsr_decoder dec;
+    const float *hidden;
+    if (tsr_source_batch_encode(m, src, n, &sb, err, err_len) != 0)
+        goto done;
+    if (tsr_decoder_init(&dec, m, &sb.cross, n, err, err_len) == 0) {
+        rc = tsr_decoder_forward(&dec, tokens, seqs, n, &hidden, err, err_len);
+        if (rc == 0)
+            generator_logprobs(m, hidden, rows, targets, logits, flat);
+        tsr_decoder_free(&dec);
+    }
+    tsr_source_batch_free(m, &sb);
+    for (size_t i = 0, r0 = 0; rc == 0 && i < n; r0 += tgt[i].len + 1, i++)
+        memcpy(out[i], flat + r0, (tgt[i].len + 1) * sizeof(float));
+done:
+    free(tokens);
+    free(targets);
+    free(flat);
+    free(seqs);
+    tsr_free(logits);
+    return rc;
+}
+
+void tessera_scores_free(float **scores, size_t n)
+{
+    if (!scores)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(scores[i]);
+    free(scores);
+}
+
+int tessera_score(const tessera_model *m, const tessera_tokens *src, const tessera_tokens *tgt,
+                  size_t n, int batch, float ***out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (batch < 1)
+        return tsr_fail(err, err_len, "batch size %d: must be at least 1", batch);
+    if (tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "source", 1, 0,
+                         err, err_len) != 0 ||
+        tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions - 1, "target", 1, 1,
+                         err, err_len) != 0)
+        return -1;
+    float **scores = calloc(n + 1, sizeof *scores);
+    if (!scores)
+        return tsr_fail(err, err_len, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        if (!(scores[i] = malloc((tgt[i].len + 1) * sizeof(float)))) {
+            tessera_scores_free(scores, n);
+            return tsr_fail(err, err_len, "out of memory");
+        }
+    for (size_t first = 0; first < n; first += (size_t)batch) {
+        size_t count = n - first < (size_t)batch ? n - first : (size_t)batch;
+        if (score_batch(m, src + first, tgt + first, count, scores + first, err, err_len) != 0) {
+            tessera_scores_free(scores, n);
+            return -1;
+        }
+    }
+    *out = scores;
+    return 0;
+}

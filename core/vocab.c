@@ -1,0 +1,106 @@
+#include "core/vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+
+struct tsr_vocab {
+    char **tokens;  /* [size] */
+    size_t size;
+    int32_t *slots; /* open addressing: id + 1, 0 for empty */
+    size_t n_slots; /* a power of two, at least 2 * size */
+};
+
+static uint64_t hash(const char *s, size_t len) /* FNV-1a */
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+int32_t tsr_vocab_find(const tsr_vocab *v, const char *token, size_t len)
+{
+    for (size_t i = hash(token, len) & (v->n_slots - 1);; i = (i + 1) & (v->n_slots - 1)) {
+        int32_t id = v->slots[i] - 1;
+        if (id < 0)
+            return -1;
+        if (strlen(v->tokens[id]) == len && memcmp(v->tokens[id], token, len) == 0)
+            return id;
+    }
+}
+
+const char *tsr_vocab_token(const tsr_vocab *v, int32_t id) { return v->tokens[id]; }
+
+static void index_tokens(tsr_vocab *v)
+{
+    for (size_t id = 0; id < v->size; id++) {
+        size_t len = strlen(v->tokens[id]);
+        if (tsr_vocab_find(v, v->tokens[id], len) >= 0)
+            continue; /* a duplicate: the first line keeps the token */
+        size_t i = hash(v->tokens[id], len) & (v->n_slots - 1);
+        while (v->slots[i])
+            i = (i + 1) & (v->n_slots - 1);
+        v->slots[i] = (int32_t)id + 1;
+    }
+}
+
+tsr_vocab *tsr_vocab_load(const char *path, size_t size, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        tsr_fail(err, err_len, "%s: cannot open (needed by --tokens)", path);
+        return NULL;
+    }
+    tsr_vocab *v = calloc(1, sizeof *v);
+    if (v) {
+        v->size = size;
+        v->tokens = calloc(size + 1, sizeof *v->tokens);
+    }
+    char *line = NULL;
+    size_t cap = 0, lines = 0;
+    ssize_t n;
+    int failed = !v || !v->tokens;
+    while (!failed && (n = getline(&line, &cap, f)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (lines < size && !(v->tokens[lines] = strdup(line)))
+            failed = 1;
+        lines++;
+    }
+    free(line);
+    fclose(f);
+    if (!failed && lines != size) {
+        tsr_fail(err, err_len, "%s: %zu tokens, but the model's vocabulary has %zu", path, lines,
+                 size);
+        tsr_vocab_free(v);
+        return NULL;
+    }
+    if (!failed) {
+        for (v->n_slots = 16; v->n_slots < 2 * size; v->n_slots *= 2)
+            ;
+        v->slots = calloc(v->n_slots, sizeof *v->slots);
+        failed = !v->slots;
+    }
+    if (failed) {
+        tsr_fail(err, err_len, "%s: out of memory", path);
+        tsr_vocab_free(v);
+        return NULL;
+    }
+    index_tokens(v);
+    return v;
+}
+
+void tsr_vocab_free(tsr_vocab *v)
+{
+    if (!v)
+        return;
+    if (v->tokens)
+        for (size_t i = 0; i < v->size; i++)
+            free(v->tokens[i]);
+    free(v->tokens);
+    free(v->slots);
+    free(v);
+}

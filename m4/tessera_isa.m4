@@ -1,0 +1,66 @@
+# Kernel-set checks. Each one compiles and links a program that really uses an
+# intrinsic of the set with the set's own flags, so a compiler that accepts the
+# flag but lacks the intrinsics (or an assembler that lacks the encodings) is
+# caught here. Each sets an AM_CONDITIONAL and substitutes CFLAGS_<ISA>; the
+# flags are used only for that set's convenience library.
+
+# _TESSERA_CHECK_ISA(NAME, FLAGS, INCLUDES, BODY, CONDITIONAL, DEFINE)
+AC_DEFUN([_TESSERA_CHECK_ISA], [
+  AC_ARG_ENABLE([$1], [AS_HELP_STRING([--disable-$1], [do not build the $1 kernel set])],
+                [], [enable_$1=check])
+  tessera_have_$1=no
+  AS_IF([test "x$enable_$1" != "xno"], [
+    AC_MSG_CHECKING([whether $CC builds $1 kernels with $2])
+    tessera_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS $2"
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([$3], [$4])],
+                   [tessera_have_$1=yes], [tessera_have_$1=no])
+    CFLAGS=$tessera_save_CFLAGS
+    AC_MSG_RESULT([$tessera_have_$1])
+    AS_IF([test "x$enable_$1" = "xyes" -a "x$tessera_have_$1" != "xyes"],
+          [AC_MSG_ERROR([--enable-$1 given but $CC cannot build $1 kernels])])
+  ])
+  AS_IF([test "x$tessera_have_$1" = "xyes"], [
+    AC_DEFINE([$6], [1], [the $1 kernel set is built])
+    tessera_isa_list="$tessera_isa_list $1"
+  ])
+  AM_CONDITIONAL([$5], [test "x$tessera_have_$1" = "xyes"])
+])
+
+AC_DEFUN([TESSERA_CHECK_ISA_AVX2], [
+  CFLAGS_AVX2="-mavx2 -mfma -mf16c"
+  AC_SUBST([CFLAGS_AVX2])
+  _TESSERA_CHECK_ISA([avx2], [$CFLAGS_AVX2], [[#include <immintrin.h>]],
+    [[volatile float in[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+      __m256 a = _mm256_loadu_ps((const float *)in);
+      __m256 b = _mm256_fmadd_ps(a, a, a);
+      __m128i h = _mm256_cvtps_ph(b, 0);
+      __m256i i = _mm256_add_epi32(_mm256_castps_si256(b), _mm256_castps_si256(a));
+      return _mm_extract_epi16(h, 0) + _mm256_extract_epi32(i, 1);]],
+    [BUILD_AVX2], [HAVE_KERNELS_AVX2])
+])
+
+AC_DEFUN([TESSERA_CHECK_ISA_AVX512], [
+  CFLAGS_AVX512="-mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -mf16c"
+  AC_SUBST([CFLAGS_AVX512])
+  _TESSERA_CHECK_ISA([avx512], [$CFLAGS_AVX512], [[#include <immintrin.h>]],
+    [[volatile float in[16] = {1};
+      __m512 a = _mm512_loadu_ps((const float *)in);
+      __mmask16 m = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
+      __m512 b = _mm512_maskz_fmadd_ps(m, a, a, a);
+      __m512i w = _mm512_add_epi16(_mm512_castps_si512(b), _mm512_castps_si512(a));
+      __m256 c = _mm512_extractf32x8_ps(_mm512_castsi512_ps(w), 1);
+      return (int)_mm512_reduce_add_ps(b) + (int)_mm256_cvtss_f32(c);]],
+    [BUILD_AVX512], [HAVE_KERNELS_AVX512])
+])
+
+AC_DEFUN([TESSERA_CHECK_ISA_NEON], [
+  CFLAGS_NEON=""
+  AC_SUBST([CFLAGS_NEON])
+  _TESSERA_CHECK_ISA([neon], [$CFLAGS_NEON], [[#include <arm_neon.h>]],
+    [[volatile float in[4] = {1, 2, 3, 4};
+      float32x4_t a = vld1q_f32((const float *)in);
+      float32x4_t b = vfmaq_f32(a, a, a);
+      return (int)vaddvq_f32(b);]],
+    [BUILD_NEON], [HAVE_KERNELS_NEON])
+])

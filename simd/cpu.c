@@ -1,0 +1,132 @@
+/* CPU feature detection. x86: CPUID for what the core implements, XGETBV for
+ * what the OS saves on a context switch (a set is usable only with both).
+ * AArch64: the kernel's hwcaps (Linux getauxval, FreeBSD elf_aux_info) or
+ * sysctl on macOS; Advanced SIMD is architectural on AArch64, so the checks
+ * confirm rather than gate it. */
+#include "simd/cpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static unsigned long long read_xcr0(void)
+{
+    unsigned int lo, hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static void detect(tsr_cpu_features *f)
+{
+    unsigned int a, b, c, d;
+#if defined(__x86_64__)
+    f->arch = "x86_64";
+#else
+    f->arch = "i386";
+#endif
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    int osxsave = (c >> 27) & 1;
+    int cpu_avx = (c >> 28) & 1, cpu_fma = (c >> 12) & 1, cpu_f16c = (c >> 29) & 1;
+    if (!osxsave)
+        return;
+    unsigned long long xcr0 = read_xcr0();
+    int os_ymm = (xcr0 & 0x6) == 0x6;    /* XMM and YMM state */
+    int os_zmm = (xcr0 & 0xe6) == 0xe6;  /* plus opmask, ZMM_Hi256, Hi16_ZMM */
+    if (!os_ymm)
+        return;
+    f->avx = cpu_avx;
+    f->fma = cpu_fma;
+    f->f16c = cpu_f16c;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return;
+    __cpuid_count(7, 0, a, b, c, d);
+    f->avx2 = (b >> 5) & 1;
+    if (!os_zmm)
+        return;
+    f->avx512f = (b >> 16) & 1;
+    f->avx512dq = (b >> 17) & 1;
+    f->avx512bw = (b >> 30) & 1;
+    f->avx512vl = (b >> 31) & 1;
+    f->avx512vnni = (c >> 11) & 1;
+}
+
+#elif defined(__aarch64__)
+#if defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+static int has_asimd(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+#elif defined(__FreeBSD__)
+#include <sys/auxv.h>
+#include <machine/elf.h>
+static int has_asimd(void)
+{
+    unsigned long hwcap = 0;
+    if (elf_aux_info(AT_HWCAP, &hwcap, sizeof hwcap) != 0)
+        return 1; /* Advanced SIMD is mandatory in AArch64 */
+    return (hwcap & HWCAP_ASIMD) != 0;
+}
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+static int has_asimd(void)
+{
+    int v = 0;
+    size_t len = sizeof v;
+    if (sysctlbyname("hw.optional.AdvSIMD", &v, &len, NULL, 0) != 0)
+        return 1;
+    return v != 0;
+}
+#else
+static int has_asimd(void) { return 1; }
+#endif
+static void detect(tsr_cpu_features *f)
+{
+    f->arch = "aarch64";
+    f->neon = has_asimd();
+}
+
+#else
+static void detect(tsr_cpu_features *f) { f->arch = "other"; }
+#endif
+
+const tsr_cpu_features *tsr_cpu_features_get(void)
+{
+    static tsr_cpu_features features;
+    static int done;
+    if (!done) {
+        tsr_cpu_features f;
+        memset(&f, 0, sizeof f);
+        detect(&f);
+        features = f;
+        done = 1;
+    }
+    return &features;
+}
+
+void tsr_cpu_features_describe(const tsr_cpu_features *f, char *buf, size_t len)
+{
+    struct { const char *name; int on; } list[] = {
+        {"avx", f->avx},           {"avx2", f->avx2},         {"fma", f->fma},
+        {"f16c", f->f16c},         {"avx512f", f->avx512f},   {"avx512bw", f->avx512bw},
+        {"avx512dq", f->avx512dq}, {"avx512vl", f->avx512vl}, {"avx512vnni", f->avx512vnni},
+        {"neon", f->neon},
+    };
+    size_t used = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+        if (!list[i].on)
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "", list[i].name);
+        if (n < 0 || (size_t)n >= len - used)
+            break;
+        used += (size_t)n;
+    }
+    if (used == 0)
+        snprintf(buf, len, "(none beyond the baseline)");
+}

@@ -1,0 +1,148 @@
+/*
+ * The kernel table: every numeric operation the model performs, as one struct
+ * of function pointers per kernel set (scalar, avx2, avx512, neon). A set's
+ * table is filled once at start-up (simd/dispatch.c) and only read after, so
+ * the model code in core/ never names an ISA.
+ *
+ * Kernels know nothing of models: they see matrices, rows and strides.
+ * All matrices are row-major float32; "ld" is the distance in floats between
+ * the starts of two consecutive rows. Unless said otherwise, inputs and
+ * outputs must not overlap, pointers need only float alignment, and every
+ * kernel is safe to call from several threads on disjoint outputs.
+ *
+ * Determinism: each output element is reduced in an order that depends only
+ * on the shapes of the operands, never on which rows or columns a call was
+ * asked to compute, so splitting work across threads or batching rows
+ * together gives bit-identical results.
+ */
+#ifndef TSR_SIMD_KERNELS_H
+#define TSR_SIMD_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tsr_activation {
+    TSR_ACT_NONE = 0,
+    TSR_ACT_RELU,
+    TSR_ACT_GELU, /* erf form: x/2 * (1 + erf(x/sqrt 2)), as PyTorch */
+    TSR_ACT_SILU, /* x * sigmoid(x) */
+} tsr_activation;
+
+/*
+ * Weights of one linear layer y = x W^T + b, W given as [n][k] (PyTorch's
+ * [out_features][in_features]) and repacked once, at load, into whatever layout
+ * the kernel set's linear() reads fastest. The packed buffer is allocated by
+ * the caller (pack_floats() floats, 64-byte aligned) and owned by it.
+ */
+typedef struct tsr_packed_linear {
+    size_t n;           /* output features */
+    size_t k;           /* input features */
+    const float *bias;  /* [n], or NULL for no bias; not owned */
+    float *panels;      /* layout private to the set that packed it */
+} tsr_packed_linear;
+
+/* y[i][j] = residual[i][j] + act(sum_k x[i][k] W[j][k] + b[j]) for rows
+ * i < m and columns n_begin <= j < n_end. n_begin must be a multiple of the
+ * set's linear_n_align (threads split the output columns in such units). */
+typedef struct tsr_linear_args {
+    const float *x;
+    size_t ldx;
+    size_t m;
+    const tsr_packed_linear *w;
+    size_t n_begin, n_end;
+    tsr_activation act;
+    const float *residual; /* NULL for none; may equal y (in-place add) */
+    size_t ldr;
+    float *y;
+    size_t ldy;
+} tsr_linear_args;
+
+/* Position-wise FFN for m rows: y = residual + linear2(act(linear1(x))).
+ * The m x d_ff intermediate is never materialised whole: rows are processed
+ * in blocks of ffn_block_rows through `scratch`, which holds
+ * ffn_block_rows * w1->n floats (64-byte aligned). residual may equal y;
+ * x must not overlap y. */
+typedef struct tsr_ffn_args {
+    const float *x;
+    size_t ldx;
+    size_t m;
+    const tsr_packed_linear *w1; /* [d_ff][d_model] */
+    const tsr_packed_linear *w2; /* [d_model][d_ff] */
+    tsr_activation act;
+    const float *residual; /* NULL for none */
+    size_t ldr;
+    float *y;
+    size_t ldy;
+    float *scratch;
+} tsr_ffn_args;
+
+/*
+ * Scaled dot-product attention of one head:
+ *   out[i] = sum_j softmax_j(scale * q[i].k[j]) v[j]
+ * over the n_k keys that query i may see. Keys past n_k do not exist for this
+ * call: a key-padding mask is expressed by passing the sentence's own key
+ * count. With causal set, query i sits at absolute position q_pos + i and sees
+ * keys j <= q_pos + i only (keys are at positions 0..n_k-1). Every query must
+ * see at least one key. Memory beyond the arguments is O(block) per call: the
+ * softmax is computed online, a block of keys at a time, with a running
+ * maximum and sum per query row.
+ */
+typedef struct tsr_attention_args {
+    const float *q;
+    size_t ldq;
+    const float *k;
+    size_t ldk;
+    const float *v;
+    size_t ldv;
+    float *out;
+    size_t ldo;
+    size_t n_q, n_k, d;
+    float scale;
+    int causal;
+    size_t q_pos;
+} tsr_attention_args;
+
+typedef struct tsr_kernels {
+    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+
+    /* Linear layers and the FFN. */
+    size_t linear_n_align;
+    size_t (*pack_floats)(size_t n, size_t k);
+    void (*pack_linear)(const float *w, size_t n, size_t k, float *panels);
+    void (*linear)(const tsr_linear_args *a);
+    size_t ffn_block_rows;
+    void (*ffn)(const tsr_ffn_args *a);
+
+    /* Attention of one head (see tsr_attention_args). */
+    void (*attention)(const tsr_attention_args *a);
+
+    /* For each of `rows` rows: if delta is not NULL, x += delta (stored back
+     * to x); then out = LayerNorm(x) * gamma + beta over n elements, with the
+     * biased variance and eps inside the square root, as PyTorch. out may
+     * equal x (post-norm updates the stream in place). */
+    void (*add_layernorm)(float *x, size_t ldx, const float *delta, size_t ldd, size_t rows,
+                          size_t n, const float *gamma, const float *beta, float eps, float *out,
+                          size_t ldo);
+
+    /* x[i] = act(x[i]) for i < n. */
+    void (*activate)(float *x, size_t n, tsr_activation act);
+
+    /* y = x - logsumexp(x) over n elements; y may equal x. */
+    void (*log_softmax)(const float *x, size_t n, float *y);
+    /* log(sum exp(x[i])), computed without overflow. */
+    float (*logsumexp)(const float *x, size_t n);
+    /* Index of the largest element; the first one on ties. n >= 1. */
+    size_t (*argmax)(const float *x, size_t n);
+
+    /* out[i] = table[ids[i]] * scale + pos[i] for i < count rows of d
+     * elements; pos is `count` consecutive rows of the position table (or NULL
+     * for none). ids must already be validated against the table size. */
+    void (*embed)(const int32_t *ids, size_t count, const float *table, size_t d, float scale,
+                  const float *pos, float *out, size_t ldo);
+
+    /* Widening at load. src may be unaligned (it points into a mapped file). */
+    void (*f16_to_f32)(const void *src, size_t n, float *dst);
+    void (*bf16_to_f32)(const void *src, size_t n, float *dst);
+} tsr_kernels;
+
+#endif

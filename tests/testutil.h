@@ -1,0 +1,39 @@
+/* Helpers shared by the Criterion tests. */
+#ifndef TSR_TESTS_TESTUTIL_H
+#define TSR_TESTS_TESTUTIL_H
+
+#include <stddef.h>
+
+/* $TESSERA_TEST_SRCDIR / $TESSERA_TEST_BUILDDIR (set by make check), or "." */
+const char *test_srcdir(void);
+const char *test_builddir(void);
+
+/* A fresh empty directory under $TMPDIR (or /tmp); returns a malloc'd path.
+ * Aborts the test on failure. */
+char *test_make_temp_dir(void);
+/* rm -r of a directory made by test_make_temp_dir. */
+void test_remove_dir(const char *path);
+
+/* Writes `len` bytes to path (aborts the test on failure). */
+void test_write_file(const char *path, const void *data, size_t len);
+/* Reads a whole file into a malloc'd NUL-terminated buffer; NULL if absent. */
+char *test_read_file(const char *path, size_t *len);
+
+typedef struct test_run {
+    int exit_status;   /* exit code, or 128 + signal number when killed */
+    char *out;         /* captured stdout, NUL-terminated, malloc'd */
+    char *err;         /* captured stderr, NUL-terminated, malloc'd */
+} test_run;
+
+/* Runs argv (argv[0] a path) with `input` on stdin and `env` ("NAME=value"
+ * strings added to the environment, NULL-terminated, may be NULL). */
+test_run test_run_command(char *const argv[], const char *input, char *const env[]);
+void test_run_free(test_run *r);
+
+/* Path of the built tessera command. */
+const char *test_tessera_path(void);
+
+/* Deterministic pseudo-random floats in [lo, hi). */
+void test_fill_uniform(float *x, size_t n, unsigned seed, float lo, float hi);
+
+#endif
