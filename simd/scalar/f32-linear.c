@@ -1,0 +1,59 @@
+/*
+ * y = residual + act(x W^T + b) for a range of output columns.
+ *
+ * The packed layout is W itself ([n][k] row-major), so each output is the dot
+ * product of two contiguous rows, accumulated in float, one accumulator, k
+ * ascending: the reference order. An output's value depends only on its own
+ * row of x and column of W, never on m or on the column range asked for.
+ *
+ * Rows are taken ROW_BLOCK at a time and, inside a block, column by column:
+ * the block of x rows stays in L1 while W streams through once per block
+ * instead of once per row.
+ */
+#include <string.h>
+
+#include "simd/scalar/scalar.h"
+
+#define ROW_BLOCK 8
+
+size_t tsr_pack_floats__scalar(size_t n, size_t k)
+{
+    return n * k;
+}
+
+void tsr_pack_linear__scalar(const float *w, size_t n, size_t k, float *panels)
+{
+    memcpy(panels, w, n * k * sizeof *panels);
+}
+
+static float dot(const float *a, const float *b, size_t k)
+{
+    float acc = 0.0f;
+    for (size_t t = 0; t < k; t++)
+        acc += a[t] * b[t];
+    return acc;
+}
+
+void tsr_f32_linear__scalar(const tsr_linear_args *a)
+{
+    const tsr_packed_linear *w = a->w;
+    const size_t k = w->k;
+
+    for (size_t i0 = 0; i0 < a->m; i0 += ROW_BLOCK) {
+        size_t i_end = i0 + ROW_BLOCK < a->m ? i0 + ROW_BLOCK : a->m;
+        for (size_t j = a->n_begin; j < a->n_end; j++) {
+            const float *w_row = w->panels + j * k;
+            const float bias = w->bias ? w->bias[j] : 0.0f;
+            for (size_t i = i0; i < i_end; i++) {
+                float v = dot(a->x + i * a->ldx, w_row, k);
+                if (w->bias)
+                    v += bias;
+                v = tsr_f32_activate_one__scalar(v, a->act);
+                /* Read the residual before writing y: they may be the same. */
+                if (a->residual)
+                    v = a->residual[i * a->ldr + j] + v;
+                a->y[i * a->ldy + j] = v;
+            }
+        }
+    }
+}

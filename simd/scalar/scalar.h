@@ -1,0 +1,60 @@
+/*
+ * The portable kernel set: plain C loops, no intrinsics. It is the set every
+ * machine can run, the starting point of every other set's table (simd/
+ * dispatch.h), and the order of operations the other sets are measured
+ * against: dot products accumulate in float, one accumulator, k ascending.
+ *
+ * Packed layout of a linear layer: W kept as given, [n][k] row-major, so a
+ * dot product reads two contiguous rows.
+ */
+#ifndef TSR_SIMD_SCALAR_H
+#define TSR_SIMD_SCALAR_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simd/kernels.h"
+
+/* Rows of the FFN intermediate held in the scratch buffer at a time. The
+ * scalar ffn assumes scratch holds this many rows of d_ff floats, so a set
+ * that keeps the scalar ffn must keep this ffn_block_rows too. */
+#define TSR_SCALAR_FFN_BLOCK_ROWS 32
+
+size_t tsr_pack_floats__scalar(size_t n, size_t k);
+void tsr_pack_linear__scalar(const float *w, size_t n, size_t k, float *panels);
+void tsr_f32_linear__scalar(const tsr_linear_args *a);
+void tsr_f32_ffn__scalar(const tsr_ffn_args *a);
+void tsr_f32_attention__scalar(const tsr_attention_args *a);
+void tsr_f32_add_layernorm__scalar(float *x, size_t ldx, const float *delta, size_t ldd,
+                                   size_t rows, size_t n, const float *gamma, const float *beta,
+                                   float eps, float *out, size_t ldo);
+void tsr_f32_activate__scalar(float *x, size_t n, tsr_activation act);
+void tsr_f32_log_softmax__scalar(const float *x, size_t n, float *y);
+float tsr_f32_logsumexp__scalar(const float *x, size_t n);
+size_t tsr_f32_argmax__scalar(const float *x, size_t n);
+void tsr_f32_embed__scalar(const int32_t *ids, size_t count, const float *table, size_t d,
+                           float scale, const float *pos, float *out, size_t ldo);
+void tsr_f16_to_f32__scalar(const void *src, size_t n, float *dst);
+void tsr_bf16_to_f32__scalar(const void *src, size_t n, float *dst);
+
+/* One element of an activation, in float as PyTorch computes it. Shared by
+ * activate() and by linear(), which applies it before adding the residual,
+ * and by other sets for their tails. ReLU keeps NaN (x < 0 is false). */
+static inline float tsr_f32_activate_one__scalar(float x, tsr_activation act)
+{
+    const float sqrt_half = 0.70710678118654752440f;
+    switch (act) {
+    case TSR_ACT_RELU:
+        return x < 0.0f ? 0.0f : x;
+    case TSR_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * sqrt_half));
+    case TSR_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    case TSR_ACT_NONE:
+        break;
+    }
+    return x;
+}
+
+#endif

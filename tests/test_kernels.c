@@ -1,0 +1,1053 @@
+/*
+ * Every kernel of every kernel set against the double-precision reference
+ * loops (tests/kernel_reference.c).
+ *
+ * One test body per kernel, parameterised over the sets listed in
+ * simd/dispatch.h: a set this build or this CPU lacks is reported as skipped,
+ * with the reason. Inside a body the shapes of that kernel are walked in
+ * order; a failure message names the set, the kernel and the shape.
+ *
+ * Inputs sit at a pointer one float past 64-byte alignment on every other
+ * shape, with leading dimensions larger than the row, and everything around
+ * the data holds a NaN sentinel: reading it poisons the result, writing it is
+ * checked. Beyond accuracy the bodies check the determinism kernels.h
+ * promises (column ranges, single rows, query ranges and the blocked FFN are
+ * bit-identical to the whole call) and the in-place forms.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simd/dispatch.h"
+#include "tests/kernel_reference.h"
+
+/* ---- Which set ------------------------------------------------------------ */
+
+#define MAX_SETS 8
+
+typedef struct set_param {
+    size_t index; /* into tsr_kernel_set_names */
+} set_param;
+
+static set_param every_set[MAX_SETS] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+
+static struct criterion_test_params each_set(void)
+{
+    size_t n = tsr_kernel_set_count < MAX_SETS ? tsr_kernel_set_count : MAX_SETS;
+    return cr_make_param_array(set_param, every_set, n);
+}
+
+/* The table of the set, or the test ends as skipped saying why. */
+static const tsr_kernels *set_or_skip(const set_param *p)
+{
+    char why[200];
+    const char *name = tsr_kernel_set_names[p->index];
+    const tsr_kernels *ks = tsr_kernels_lookup(name, why, sizeof why);
+    if (!ks)
+        cr_skip_test("%s: %s", name, why);
+    return ks;
+}
+
+/* ---- Buffers with a NaN sentinel around the data --------------------------- */
+
+#define SENTINEL_BITS 0x7fc0deadu
+#define TAIL_FLOATS 19
+
+typedef struct buffer {
+    float *base;
+    float *p; /* first element */
+    size_t rows, cols, ld;
+    size_t len; /* floats from base */
+} buffer;
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float sentinel(void)
+{
+    float f;
+    uint32_t u = SENTINEL_BITS;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void *alloc_aligned(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0)
+        cr_assert_fail("out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+/* rows x cols at leading dimension ld, `offset` floats past alignment,
+ * everything set to the sentinel. */
+static buffer buffer_new(size_t rows, size_t cols, size_t ld, size_t offset)
+{
+    buffer b = {.rows = rows, .cols = cols, .ld = ld};
+    b.len = offset + rows * ld + TAIL_FLOATS;
+    b.base = alloc_aligned(b.len * sizeof(float));
+    for (size_t i = 0; i < b.len; i++)
+        b.base[i] = sentinel();
+    b.p = b.base + offset;
+    return b;
+}
+
+static void buffer_free(buffer *b)
+{
+    free(b->base);
+    b->base = b->p = NULL;
+}
+
+static void buffer_fill(buffer *b, ref_rng *rng, float lo, float hi)
+{
+    ref_fill_uniform(rng, b->p, b->rows, b->cols, b->ld, lo, hi);
+}
+
+static void buffer_copy_data(buffer *dst, const buffer *src)
+{
+    for (size_t i = 0; i < src->rows; i++)
+        memcpy(dst->p + i * dst->ld, src->p + i * src->ld, src->cols * sizeof(float));
+}
+
+/* Position (from base) of the first element outside rows x [c0, c1) that no
+ * longer holds the sentinel, or SIZE_MAX. */
+static size_t first_clobbered(const buffer *b, size_t c0, size_t c1)
+{
+    size_t start = (size_t)(b->p - b->base);
+    for (size_t i = 0; i < b->len; i++) {
+        if (i >= start && i < start + b->rows * b->ld) {
+            size_t col = (i - start) % b->ld;
+            if (col >= c0 && col < c1)
+                continue;
+        }
+        if (bits_of(b->base[i]) != SENTINEL_BITS)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+static void expect_untouched_outside(const buffer *b, size_t c0, size_t c1, const char *set,
+                                     const char *what, const char *shape)
+{
+    size_t at = first_clobbered(b, c0, c1);
+    cr_assert(at == SIZE_MAX, "[%s] %s %s: wrote outside its output, %zu floats from the "
+              "buffer start (output starts at %zu, ld %zu)",
+              set, what, shape, at, (size_t)(b->p - b->base), b->ld);
+}
+
+/* Where a layout variant puts data: one float off alignment on odd shapes,
+ * leading dimensions padded on two shapes of every three. */
+static size_t layout_offset(size_t shape_index)
+{
+    return shape_index % 2;
+}
+
+static size_t layout_pad(size_t shape_index)
+{
+    static const size_t pads[] = {3, 0, 16};
+    return pads[shape_index % 3];
+}
+
+/* ---- Comparisons ----------------------------------------------------------- */
+
+/* Allowed error in units of the reference's error scale. */
+#define ERR_SCALE_FACTOR (2.0 * FLT_EPSILON)
+
+/* |got - ref| <= tol for rows x cols; NaN in got always fails. */
+static void expect_close(const float *got, size_t ld, const double *ref, const double *tol,
+                         size_t rows, size_t cols, const char *set, const char *what,
+                         const char *shape)
+{
+    for (size_t i = 0; i < rows; i++) {
+        for (size_t j = 0; j < cols; j++) {
+            double g = got[i * ld + j], r = ref[i * cols + j], t = tol[i * cols + j];
+            if (g == r) /* also equal infinities */
+                continue;
+            if (!(fabs(g - r) <= t))
+                cr_assert_fail("[%s] %s %s: element [%zu][%zu] is %.9g, reference %.9g "
+                               "(difference %.3g, tolerance %.3g)",
+                               set, what, shape, i, j, g, r, fabs(g - r), t);
+        }
+    }
+}
+
+/* Columns [c0, c1) of rows x of a and b are the same bits. */
+static void expect_same_bits(const float *a, size_t lda, const float *b, size_t ldb, size_t rows,
+                             size_t c0, size_t c1, const char *set, const char *what,
+                             const char *shape)
+{
+    for (size_t i = 0; i < rows; i++) {
+        for (size_t j = c0; j < c1; j++) {
+            if (bits_of(a[i * lda + j]) != bits_of(b[i * ldb + j]))
+                cr_assert_fail("[%s] %s %s: element [%zu][%zu] is %.9g, not %.9g bit for bit",
+                               set, what, shape, i, j, (double)a[i * lda + j],
+                               (double)b[i * ldb + j]);
+        }
+    }
+}
+
+static double *doubles(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    cr_assert(p != NULL, "out of memory");
+    return p;
+}
+
+static void scale_errors(double *err, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        err[i] *= ERR_SCALE_FACTOR;
+}
+
+static const char *activation_name(tsr_activation act)
+{
+    switch (act) {
+    case TSR_ACT_RELU:
+        return "relu";
+    case TSR_ACT_GELU:
+        return "gelu";
+    case TSR_ACT_SILU:
+        return "silu";
+    case TSR_ACT_NONE:
+        break;
+    }
+    return "none";
+}
+
+/* ---- The table ------------------------------------------------------------- */
+
+ParameterizedTestParameters(kernels, table)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, table)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+    cr_assert_str_eq(ks->name, set, "[%s] table names itself '%s'", set, ks->name);
+    cr_assert(ks->linear_n_align >= 1 && ks->ffn_block_rows >= 1,
+              "[%s] linear_n_align %zu, ffn_block_rows %zu", set, ks->linear_n_align,
+              ks->ffn_block_rows);
+    cr_assert(ks->pack_floats && ks->pack_linear && ks->linear && ks->ffn && ks->attention &&
+                  ks->add_layernorm && ks->activate && ks->log_softmax && ks->logsumexp &&
+                  ks->argmax && ks->embed && ks->f16_to_f32 && ks->bf16_to_f32,
+              "[%s] table has an empty entry", set);
+    cr_assert(ks->pack_floats(7, 5) >= 35, "[%s] pack_floats(7, 5) = %zu < 35", set,
+              ks->pack_floats(7, 5));
+}
+
+/* ---- Linear ---------------------------------------------------------------- */
+
+typedef struct linear_shape {
+    size_t m, n, k;
+    tsr_activation act;
+    int bias, residual;
+} linear_shape;
+
+static const linear_shape linear_shapes[] = {
+    {1, 1, 1, TSR_ACT_NONE, 0, 0},     {2, 2, 2, TSR_ACT_RELU, 1, 0},
+    {3, 3, 3, TSR_ACT_GELU, 1, 1},     {5, 5, 5, TSR_ACT_SILU, 0, 1},
+    {7, 7, 7, TSR_ACT_NONE, 1, 1},     {8, 8, 8, TSR_ACT_RELU, 1, 1},
+    {13, 13, 13, TSR_ACT_GELU, 1, 0},  {16, 16, 16, TSR_ACT_SILU, 1, 1},
+    {17, 17, 17, TSR_ACT_NONE, 0, 1},  {31, 31, 31, TSR_ACT_RELU, 1, 1},
+    {33, 33, 33, TSR_ACT_GELU, 1, 1},  {64, 64, 64, TSR_ACT_NONE, 1, 1},
+    {67, 67, 67, TSR_ACT_SILU, 1, 0},  {1, 67, 33, TSR_ACT_NONE, 1, 1},
+    {3, 16, 129, TSR_ACT_RELU, 1, 1},  {13, 7, 64, TSR_ACT_GELU, 0, 1},
+    {2, 31, 1, TSR_ACT_NONE, 1, 0},    {64, 1, 17, TSR_ACT_SILU, 1, 1},
+    {5, 2, 300, TSR_ACT_NONE, 1, 1},   {37, 67, 129, TSR_ACT_RELU, 1, 1},
+    {37, 67, 129, TSR_ACT_GELU, 0, 0}, {17, 300, 512, TSR_ACT_NONE, 1, 1},
+    {100, 64, 256, TSR_ACT_RELU, 1, 1}, {1, 1000, 64, TSR_ACT_NONE, 1, 0},
+    {33, 129, 3, TSR_ACT_SILU, 1, 1},
+};
+
+/* One linear layer's operands, laid out as a shape asks. */
+typedef struct linear_case {
+    const linear_shape *s;
+    buffer x, w, bias, residual, y;
+    float *panels;
+    tsr_packed_linear packed;
+    char shape[160];
+} linear_case;
+
+static linear_case linear_case_new(const tsr_kernels *ks, const linear_shape *s, size_t index)
+{
+    linear_case c = {.s = s};
+    size_t off = layout_offset(index), pad = layout_pad(index);
+    ref_rng rng;
+    ref_rng_seed(&rng, 1000 + index);
+
+    c.x = buffer_new(s->m, s->k, s->k + pad, off);
+    c.w = buffer_new(s->n, s->k, s->k, off);
+    c.bias = buffer_new(1, s->n, s->n, off);
+    c.residual = buffer_new(s->m, s->n, s->n + 2 * pad, off);
+    c.y = buffer_new(s->m, s->n, s->n + pad, off);
+    buffer_fill(&c.x, &rng, -1, 1);
+    buffer_fill(&c.w, &rng, -1, 1);
+    buffer_fill(&c.bias, &rng, -0.5f, 0.5f);
+    buffer_fill(&c.residual, &rng, -2, 2);
+
+    c.panels = alloc_aligned(ks->pack_floats(s->n, s->k) * sizeof(float));
+    ks->pack_linear(c.w.p, s->n, s->k, c.panels);
+    c.packed = (tsr_packed_linear){s->n, s->k, s->bias ? c.bias.p : NULL, c.panels};
+    snprintf(c.shape, sizeof c.shape, "m=%zu n=%zu k=%zu act=%s bias=%d residual=%d offset=%zu "
+             "pad=%zu", s->m, s->n, s->k, activation_name(s->act), s->bias, s->residual, off, pad);
+    return c;
+}
+
+static void linear_case_free(linear_case *c)
+{
+    buffer_free(&c->x);
+    buffer_free(&c->w);
+    buffer_free(&c->bias);
+    buffer_free(&c->residual);
+    buffer_free(&c->y);
+    free(c->panels);
+}
+
+/* Rows [i0, i0 + m) and columns [n_begin, n_end) of the case into out. */
+static void run_linear(const tsr_kernels *ks, const linear_case *c, size_t i0, size_t m,
+                       size_t n_begin, size_t n_end, const buffer *residual, buffer *out)
+{
+    tsr_linear_args a = {
+        .x = c->x.p + i0 * c->x.ld, .ldx = c->x.ld, .m = m,
+        .w = &c->packed, .n_begin = n_begin, .n_end = n_end, .act = c->s->act,
+        .residual = residual ? residual->p + i0 * residual->ld : NULL,
+        .ldr = residual ? residual->ld : 0,
+        .y = out->p + i0 * out->ld, .ldy = out->ld,
+    };
+    ks->linear(&a);
+}
+
+/* The column ranges threads would be given: cut at multiples of the set's
+ * alignment, plus one range ending short of n. */
+static void check_linear_column_ranges(const tsr_kernels *ks, linear_case *c, const char *set)
+{
+    const linear_shape *s = c->s;
+    const buffer *res = s->residual ? &c->residual : NULL;
+    size_t align = ks->linear_n_align;
+    size_t cut1 = s->n / 3 / align * align, cut2 = 2 * s->n / 3 / align * align;
+    size_t ranges[4][2] = {{0, cut1}, {cut1, cut2}, {cut2, s->n}, {cut1, s->n - 1}};
+
+    for (size_t r = 0; r < 4; r++) {
+        size_t b = ranges[r][0], e = ranges[r][1];
+        if (e <= b)
+            continue;
+        char what[64];
+        snprintf(what, sizeof what, "linear columns [%zu, %zu)", b, e);
+        buffer part = buffer_new(s->m, s->n, c->y.ld, (size_t)(c->y.p - c->y.base));
+        run_linear(ks, c, 0, s->m, b, e, res, &part);
+        expect_same_bits(part.p, part.ld, c->y.p, c->y.ld, s->m, b, e, set, what, c->shape);
+        expect_untouched_outside(&part, b, e, set, what, c->shape);
+        buffer_free(&part);
+    }
+}
+
+static void check_linear_rows_alone(const tsr_kernels *ks, linear_case *c, const char *set)
+{
+    const linear_shape *s = c->s;
+    buffer alone = buffer_new(s->m, s->n, c->y.ld, (size_t)(c->y.p - c->y.base));
+    for (size_t i = 0; i < s->m; i++)
+        run_linear(ks, c, i, 1, 0, s->n, s->residual ? &c->residual : NULL, &alone);
+    expect_same_bits(alone.p, alone.ld, c->y.p, c->y.ld, s->m, 0, s->n, set,
+                     "linear one row at a time", c->shape);
+    buffer_free(&alone);
+}
+
+static void check_linear_residual_in_place(const tsr_kernels *ks, linear_case *c, const char *set)
+{
+    const linear_shape *s = c->s;
+    buffer inout = buffer_new(s->m, s->n, c->y.ld, (size_t)(c->y.p - c->y.base));
+    buffer_copy_data(&inout, &c->residual);
+    run_linear(ks, c, 0, s->m, 0, s->n, &inout, &inout);
+    expect_same_bits(inout.p, inout.ld, c->y.p, c->y.ld, s->m, 0, s->n, set,
+                     "linear with residual == y", c->shape);
+    expect_untouched_outside(&inout, 0, s->n, set, "linear with residual == y", c->shape);
+    buffer_free(&inout);
+}
+
+ParameterizedTestParameters(kernels, linear)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, linear)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
+        const linear_shape *s = &linear_shapes[si];
+        linear_case c = linear_case_new(ks, s, si);
+
+        run_linear(ks, &c, 0, s->m, 0, s->n, s->residual ? &c.residual : NULL, &c.y);
+        double *ref = doubles(s->m * s->n), *tol = doubles(s->m * s->n);
+        ref_linear(c.x.p, c.x.ld, s->m, c.w.p, s->n, s->k, s->bias ? c.bias.p : NULL, s->act,
+                   s->residual ? c.residual.p : NULL, c.residual.ld, ref, tol);
+        scale_errors(tol, s->m * s->n);
+        expect_close(c.y.p, c.y.ld, ref, tol, s->m, s->n, set, "linear", c.shape);
+        expect_untouched_outside(&c.y, 0, s->n, set, "linear", c.shape);
+
+        check_linear_column_ranges(ks, &c, set);
+        check_linear_rows_alone(ks, &c, set);
+        if (s->residual)
+            check_linear_residual_in_place(ks, &c, set);
+
+        free(ref);
+        free(tol);
+        linear_case_free(&c);
+    }
+}
+
+/* ---- FFN ------------------------------------------------------------------- */
+
+typedef struct ffn_shape {
+    size_t m, d_model, d_ff;
+    tsr_activation act;
+    int biases, residual;
+} ffn_shape;
+
+static const ffn_shape ffn_shapes[] = {
+    {1, 1, 1, TSR_ACT_RELU, 1, 1},      {2, 3, 5, TSR_ACT_GELU, 0, 1},
+    {5, 8, 16, TSR_ACT_SILU, 1, 0},     {7, 13, 31, TSR_ACT_RELU, 1, 1},
+    {31, 16, 64, TSR_ACT_GELU, 1, 1},   {32, 17, 33, TSR_ACT_RELU, 1, 1},
+    {33, 64, 256, TSR_ACT_RELU, 1, 1},  {67, 33, 67, TSR_ACT_SILU, 1, 0},
+    {100, 64, 128, TSR_ACT_GELU, 1, 1}, {3, 512, 2048, TSR_ACT_RELU, 1, 1},
+};
+
+static float *packed_new(const tsr_kernels *ks, const buffer *w, tsr_packed_linear *out,
+                         const float *bias)
+{
+    float *panels = alloc_aligned(ks->pack_floats(w->rows, w->cols) * sizeof(float));
+    ks->pack_linear(w->p, w->rows, w->cols, panels);
+    *out = (tsr_packed_linear){w->rows, w->cols, bias, panels};
+    return panels;
+}
+
+static void run_ffn(const tsr_kernels *ks, const buffer *x, const tsr_packed_linear *w1,
+                    const tsr_packed_linear *w2, tsr_activation act, const buffer *residual,
+                    buffer *y)
+{
+    size_t scratch_len = ks->ffn_block_rows * w1->n;
+    float *scratch = alloc_aligned(scratch_len * sizeof(float));
+    tsr_ffn_args a = {
+        .x = x->p, .ldx = x->ld, .m = x->rows, .w1 = w1, .w2 = w2, .act = act,
+        .residual = residual ? residual->p : NULL, .ldr = residual ? residual->ld : 0,
+        .y = y->p, .ldy = y->ld, .scratch = scratch,
+    };
+    ks->ffn(&a);
+    free(scratch);
+}
+
+/* The same FFN as two whole linear calls through an m x d_ff buffer. */
+static void run_ffn_as_two_linears(const tsr_kernels *ks, const buffer *x,
+                                   const tsr_packed_linear *w1, const tsr_packed_linear *w2,
+                                   tsr_activation act, const buffer *residual, buffer *y)
+{
+    buffer h = buffer_new(x->rows, w1->n, w1->n, 0);
+    tsr_linear_args up = {
+        .x = x->p, .ldx = x->ld, .m = x->rows, .w = w1, .n_begin = 0, .n_end = w1->n,
+        .act = act, .y = h.p, .ldy = h.ld,
+    };
+    ks->linear(&up);
+    tsr_linear_args down = {
+        .x = h.p, .ldx = h.ld, .m = x->rows, .w = w2, .n_begin = 0, .n_end = w2->n,
+        .act = TSR_ACT_NONE, .residual = residual ? residual->p : NULL,
+        .ldr = residual ? residual->ld : 0, .y = y->p, .ldy = y->ld,
+    };
+    ks->linear(&down);
+    buffer_free(&h);
+}
+
+ParameterizedTestParameters(kernels, ffn)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, ffn)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof ffn_shapes / sizeof *ffn_shapes; si++) {
+        const ffn_shape *s = &ffn_shapes[si];
+        size_t off = layout_offset(si), pad = layout_pad(si);
+        char shape[160];
+        snprintf(shape, sizeof shape, "m=%zu d_model=%zu d_ff=%zu act=%s biases=%d residual=%d "
+                 "offset=%zu pad=%zu", s->m, s->d_model, s->d_ff, activation_name(s->act),
+                 s->biases, s->residual, off, pad);
+        ref_rng rng;
+        ref_rng_seed(&rng, 2000 + si);
+
+        buffer x = buffer_new(s->m, s->d_model, s->d_model + pad, off);
+        buffer w1 = buffer_new(s->d_ff, s->d_model, s->d_model, off);
+        buffer b1 = buffer_new(1, s->d_ff, s->d_ff, off);
+        buffer w2 = buffer_new(s->d_model, s->d_ff, s->d_ff, off);
+        buffer b2 = buffer_new(1, s->d_model, s->d_model, off);
+        buffer res = buffer_new(s->m, s->d_model, s->d_model + 2 * pad, off);
+        buffer y = buffer_new(s->m, s->d_model, s->d_model + pad, off);
+        buffer_fill(&x, &rng, -1, 1);
+        buffer_fill(&w1, &rng, -1, 1);
+        buffer_fill(&b1, &rng, -0.5f, 0.5f);
+        buffer_fill(&w2, &rng, -1, 1);
+        buffer_fill(&b2, &rng, -0.5f, 0.5f);
+        buffer_fill(&res, &rng, -2, 2);
+        const buffer *residual = s->residual ? &res : NULL;
+
+        tsr_packed_linear pw1, pw2;
+        float *panels1 = packed_new(ks, &w1, &pw1, s->biases ? b1.p : NULL);
+        float *panels2 = packed_new(ks, &w2, &pw2, s->biases ? b2.p : NULL);
+
+        run_ffn(ks, &x, &pw1, &pw2, s->act, residual, &y);
+        double *ref = doubles(s->m * s->d_model), *tol = doubles(s->m * s->d_model);
+        ref_ffn(x.p, x.ld, s->m, s->d_model, s->d_ff, w1.p, s->biases ? b1.p : NULL, w2.p,
+                s->biases ? b2.p : NULL, s->act, residual ? res.p : NULL, res.ld, ref, tol);
+        scale_errors(tol, s->m * s->d_model);
+        expect_close(y.p, y.ld, ref, tol, s->m, s->d_model, set, "ffn", shape);
+        expect_untouched_outside(&y, 0, s->d_model, set, "ffn", shape);
+
+        buffer y2 = buffer_new(s->m, s->d_model, y.ld, off);
+        run_ffn_as_two_linears(ks, &x, &pw1, &pw2, s->act, residual, &y2);
+        expect_same_bits(y.p, y.ld, y2.p, y2.ld, s->m, 0, s->d_model, set,
+                         "ffn against two linear calls", shape);
+
+        if (residual) {
+            buffer inout = buffer_new(s->m, s->d_model, y.ld, off);
+            buffer_copy_data(&inout, &res);
+            run_ffn(ks, &x, &pw1, &pw2, s->act, &inout, &inout);
+            expect_same_bits(inout.p, inout.ld, y.p, y.ld, s->m, 0, s->d_model, set,
+                             "ffn with residual == y", shape);
+            buffer_free(&inout);
+        }
+
+        free(ref);
+        free(tol);
+        free(panels1);
+        free(panels2);
+        buffer *all[] = {&x, &w1, &b1, &w2, &b2, &res, &y, &y2};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            buffer_free(all[i]);
+    }
+}
+
+/* ---- Attention -------------------------------------------------------------- */
+
+typedef struct attention_shape {
+    size_t n_q, n_k, d;
+    int causal;
+    size_t q_pos;
+    float key_growth; /* key j scaled by 1 + key_growth * j / n_k: later maxima */
+    float scale;      /* 0: 1 / sqrt(d) */
+} attention_shape;
+
+static const attention_shape attention_shapes[] = {
+    {1, 1, 1, 0, 0, 0, 0},        {1, 1, 8, 1, 0, 0, 0},       {2, 3, 8, 0, 0, 0, 0},
+    {3, 3, 12, 1, 0, 0, 0},       {5, 7, 6, 0, 0, 0, 0},       {7, 7, 64, 1, 0, 0, 0},
+    {8, 13, 16, 0, 0, 0, 0},      {13, 13, 72, 1, 0, 0, 0},    {16, 17, 12, 0, 0, 0, 0},
+    {17, 31, 64, 1, 14, 0, 0},    {31, 33, 8, 0, 0, 0, 0},     {33, 64, 64, 1, 31, 0, 0},
+    {1, 65, 64, 1, 64, 0, 0},     {2, 67, 72, 1, 65, 0, 0},    {64, 64, 1, 1, 0, 0, 0},
+    {67, 67, 12, 1, 0, 0, 0},     {5, 130, 64, 1, 100, 0, 0},  {4, 20, 8, 1, 30, 0, 0},
+    {129, 257, 72, 0, 0, 0, 0},   {300, 300, 64, 1, 0, 0, 0},  {300, 300, 12, 0, 0, 0, 0},
+    {3, 200, 64, 0, 0, 3.0f, 1},  {40, 190, 8, 1, 150, 4.0f, 2}, {2, 129, 1, 0, 0, 8.0f, 3},
+};
+
+static void run_attention(const tsr_kernels *ks, const tsr_attention_args *whole, size_t i0,
+                          size_t n_q, float *out, size_t ldo)
+{
+    tsr_attention_args a = *whole;
+    a.q += i0 * a.ldq;
+    a.n_q = n_q;
+    a.q_pos += i0;
+    a.out = out + i0 * ldo;
+    a.ldo = ldo;
+    ks->attention(&a);
+}
+
+ParameterizedTestParameters(kernels, attention)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, attention)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof attention_shapes / sizeof *attention_shapes; si++) {
+        const attention_shape *s = &attention_shapes[si];
+        size_t off = layout_offset(si), pad = layout_pad(si);
+        float scale = s->scale ? s->scale : 1.0f / sqrtf((float)s->d);
+        char shape[200];
+        snprintf(shape, sizeof shape, "n_q=%zu n_k=%zu d=%zu causal=%d q_pos=%zu key_growth=%g "
+                 "scale=%g offset=%zu pad=%zu", s->n_q, s->n_k, s->d, s->causal, s->q_pos,
+                 (double)s->key_growth, (double)scale, off, pad);
+        ref_rng rng;
+        ref_rng_seed(&rng, 3000 + si);
+
+        buffer q = buffer_new(s->n_q, s->d, s->d + pad, off);
+        buffer k = buffer_new(s->n_k, s->d, s->d + 2 * pad, off);
+        buffer v = buffer_new(s->n_k, s->d, s->d + 3 * pad, off);
+        buffer out = buffer_new(s->n_q, s->d, s->d + pad, off);
+        buffer_fill(&q, &rng, -1, 1);
+        buffer_fill(&k, &rng, -1, 1);
+        buffer_fill(&v, &rng, -1, 1);
+        for (size_t j = 0; j < s->n_k; j++)
+            for (size_t c = 0; c < s->d; c++)
+                k.p[j * k.ld + c] *= 1.0f + s->key_growth * (float)j / (float)s->n_k;
+
+        tsr_attention_args a = {
+            .q = q.p, .ldq = q.ld, .k = k.p, .ldk = k.ld, .v = v.p, .ldv = v.ld,
+            .out = out.p, .ldo = out.ld, .n_q = s->n_q, .n_k = s->n_k, .d = s->d,
+            .scale = scale, .causal = s->causal, .q_pos = s->q_pos,
+        };
+        ks->attention(&a);
+
+        double *ref = doubles(s->n_q * s->d), *tol = doubles(s->n_q * s->d);
+        ref_attention(&a, ref, tol);
+        scale_errors(tol, s->n_q * s->d);
+        expect_close(out.p, out.ld, ref, tol, s->n_q, s->d, set, "attention", shape);
+        expect_untouched_outside(&out, 0, s->d, set, "attention", shape);
+
+        /* Queries split in two calls, as threads might: the same bits. */
+        buffer split = buffer_new(s->n_q, s->d, out.ld, off);
+        size_t half = s->n_q / 2;
+        run_attention(ks, &a, 0, half, split.p, split.ld);
+        run_attention(ks, &a, half, s->n_q - half, split.p, split.ld);
+        expect_same_bits(split.p, split.ld, out.p, out.ld, s->n_q, 0, s->d, set,
+                         "attention with the queries split in two calls", shape);
+
+        free(ref);
+        free(tol);
+        buffer *all[] = {&q, &k, &v, &out, &split};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            buffer_free(all[i]);
+    }
+}
+
+/* ---- Add + LayerNorm --------------------------------------------------------- */
+
+typedef struct layernorm_shape {
+    size_t rows, n;
+    int delta, in_place;
+    float amplitude, mean, eps;
+} layernorm_shape;
+
+static const layernorm_shape layernorm_shapes[] = {
+    {1, 1, 0, 0, 1, 0, 1e-5f},      {2, 2, 1, 0, 1, 0, 1e-5f},
+    {3, 3, 0, 1, 1, 0.5f, 1e-5f},   {5, 5, 1, 1, 1, 0, 1e-5f},
+    {7, 7, 0, 0, 2, 0, 1e-5f},      {1, 8, 1, 0, 1, 0, 1e-5f},
+    {13, 13, 1, 1, 1, 3, 1e-5f},    {4, 16, 0, 0, 0.01f, 0, 1e-5f},
+    {17, 17, 1, 0, 1, 0, 0.5f},     {2, 31, 0, 1, 1, 0, 1e-5f},
+    {33, 33, 1, 1, 3, -1, 1e-5f},   {5, 64, 1, 0, 1, 0, 1e-6f},
+    {67, 67, 0, 0, 1, 10, 1e-5f},   {7, 512, 1, 1, 1, 0, 1e-5f},
+    {3, 1023, 1, 0, 0.003f, 0, 1e-5f}, {2, 1024, 0, 1, 1, 100, 1e-5f},
+};
+
+ParameterizedTestParameters(kernels, add_layernorm)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, add_layernorm)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof layernorm_shapes / sizeof *layernorm_shapes; si++) {
+        const layernorm_shape *s = &layernorm_shapes[si];
+        size_t off = layout_offset(si), pad = layout_pad(si);
+        char shape[200];
+        snprintf(shape, sizeof shape, "rows=%zu n=%zu delta=%d in_place=%d amplitude=%g "
+                 "mean=%g eps=%g offset=%zu pad=%zu", s->rows, s->n, s->delta, s->in_place,
+                 (double)s->amplitude, (double)s->mean, (double)s->eps, off, pad);
+        ref_rng rng;
+        ref_rng_seed(&rng, 4000 + si);
+
+        buffer x = buffer_new(s->rows, s->n, s->n + pad, off);
+        buffer delta = buffer_new(s->rows, s->n, s->n + 2 * pad, off);
+        buffer gamma = buffer_new(1, s->n, s->n, off);
+        buffer beta = buffer_new(1, s->n, s->n, off);
+        buffer out = buffer_new(s->rows, s->n, s->n + 3 * pad, off);
+        buffer_fill(&x, &rng, s->mean - s->amplitude, s->mean + s->amplitude);
+        buffer_fill(&delta, &rng, -s->amplitude / 2, s->amplitude / 2);
+        buffer_fill(&gamma, &rng, 0.5f, 1.5f);
+        buffer_fill(&beta, &rng, -0.5f, 0.5f);
+
+        /* The stream after x += delta, as float addition stores it. */
+        buffer summed = buffer_new(s->rows, s->n, s->n, 0);
+        for (size_t i = 0; i < s->rows; i++)
+            for (size_t c = 0; c < s->n; c++)
+                summed.p[i * s->n + c] = x.p[i * x.ld + c] +
+                                         (s->delta ? delta.p[i * delta.ld + c] : 0.0f);
+
+        float *dst = s->in_place ? x.p : out.p;
+        size_t ldo = s->in_place ? x.ld : out.ld;
+        ks->add_layernorm(x.p, x.ld, s->delta ? delta.p : NULL, delta.ld, s->rows, s->n,
+                          gamma.p, beta.p, s->eps, dst, ldo);
+
+        double *ref = doubles(s->rows * s->n), *tol = doubles(s->rows * s->n);
+        for (size_t i = 0; i < s->rows; i++)
+            ref_layernorm_row(summed.p + i * s->n, s->n, gamma.p, beta.p, s->eps,
+                              ref + i * s->n, tol + i * s->n);
+        scale_errors(tol, s->rows * s->n);
+        expect_close(dst, ldo, ref, tol, s->rows, s->n, set, "add_layernorm", shape);
+        if (!s->in_place) {
+            expect_same_bits(x.p, x.ld, summed.p, summed.ld, s->rows, 0, s->n, set,
+                             "add_layernorm stream x + delta", shape);
+            expect_untouched_outside(&out, 0, s->n, set, "add_layernorm", shape);
+        }
+        expect_untouched_outside(&x, 0, s->n, set, "add_layernorm (x)", shape);
+
+        free(ref);
+        free(tol);
+        buffer *all[] = {&x, &delta, &gamma, &beta, &out, &summed};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            buffer_free(all[i]);
+    }
+}
+
+/* ---- Elementwise rows: activations, log_softmax, logsumexp, argmax ---------- */
+
+static const size_t row_sizes[] = {1, 2, 3, 5, 7, 8, 13, 16, 17, 31, 33, 64, 67, 255, 1000, 4099};
+#define N_ROW_SIZES (sizeof row_sizes / sizeof *row_sizes)
+
+/* Values an activation must get right beyond the uniform range. */
+static const float activation_specials[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 50.0f, -50.0f,
+                                            100.0f, -100.0f, 1e4f, -1e4f, 0.5f, -3.0f};
+
+static void check_activation(const tsr_kernels *ks, tsr_activation act, size_t n, size_t si,
+                             const char *set)
+{
+    char shape[80];
+    snprintf(shape, sizeof shape, "act=%s n=%zu offset=%zu", activation_name(act), n,
+             layout_offset(si));
+    ref_rng rng;
+    ref_rng_seed(&rng, 5000 + si * 4 + act);
+    buffer x = buffer_new(1, n, n, layout_offset(si));
+    buffer_fill(&x, &rng, -8, 8);
+    size_t n_specials = sizeof activation_specials / sizeof *activation_specials;
+    for (size_t i = 0; i < n_specials && i < n / 3; i++)
+        x.p[(i * 7) % n] = activation_specials[i];
+
+    double *ref = doubles(n), *tol = doubles(n);
+    for (size_t i = 0; i < n; i++) {
+        ref[i] = ref_activation(x.p[i], act);
+        tol[i] = 1e-6 + 4e-6 * fabs(ref[i]);
+    }
+    ks->activate(x.p, n, act);
+    expect_close(x.p, x.ld, ref, tol, 1, n, set, "activate", shape);
+    expect_untouched_outside(&x, 0, n, set, "activate", shape);
+    free(ref);
+    free(tol);
+    buffer_free(&x);
+}
+
+ParameterizedTestParameters(kernels, activate)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, activate)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const tsr_activation acts[] = {TSR_ACT_NONE, TSR_ACT_RELU, TSR_ACT_GELU, TSR_ACT_SILU};
+    for (size_t si = 0; si < N_ROW_SIZES; si++)
+        for (size_t a = 0; a < 4; a++)
+            check_activation(ks, acts[a], row_sizes[si], si, tsr_kernel_set_names[p->index]);
+}
+
+/* Logits: uniform in [-10, 10) around an offset (large offsets overflow an
+ * unshifted exp), some masked to -inf on the variants that ask for it. */
+static buffer logits_new(size_t n, size_t si, float offset, int masked)
+{
+    ref_rng rng;
+    ref_rng_seed(&rng, 6000 + si);
+    buffer x = buffer_new(1, n, n, layout_offset(si));
+    buffer_fill(&x, &rng, offset - 10, offset + 10);
+    if (masked)
+        for (size_t i = 1; i < n; i += 3)
+            x.p[i] = -INFINITY;
+    return x;
+}
+
+static const float logit_offsets[] = {0.0f, 1000.0f, -1000.0f, 0.0f};
+
+ParameterizedTestParameters(kernels, log_softmax)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, log_softmax)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < N_ROW_SIZES; si++) {
+        for (size_t v = 0; v < 4; v++) {
+            size_t n = row_sizes[si];
+            int masked = v == 3;
+            char shape[100];
+            snprintf(shape, sizeof shape, "n=%zu offset=%g masked=%d", n,
+                     (double)logit_offsets[v], masked);
+            buffer x = logits_new(n, si, logit_offsets[v], masked);
+            buffer y = buffer_new(1, n, n, layout_offset(si + 1));
+
+            ks->log_softmax(x.p, n, y.p);
+            double *ref = doubles(n), *tol = doubles(n);
+            ref_log_softmax(x.p, n, ref);
+            double lse = ref_logsumexp(x.p, n);
+            for (size_t i = 0; i < n; i++)
+                tol[i] = isinf(ref[i]) ? 0
+                                       : 4 * FLT_EPSILON * (fabs(ref[i]) + fabs(lse) +
+                                                            sqrt((double)n) + 4);
+            expect_close(y.p, y.ld, ref, tol, 1, n, set, "log_softmax", shape);
+            expect_untouched_outside(&y, 0, n, set, "log_softmax", shape);
+
+            ks->log_softmax(x.p, n, x.p);
+            expect_same_bits(x.p, x.ld, y.p, y.ld, 1, 0, n, set, "log_softmax in place", shape);
+
+            free(ref);
+            free(tol);
+            buffer_free(&x);
+            buffer_free(&y);
+        }
+    }
+}
+
+ParameterizedTestParameters(kernels, logsumexp)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, logsumexp)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < N_ROW_SIZES; si++) {
+        for (size_t v = 0; v < 4; v++) {
+            size_t n = row_sizes[si];
+            char shape[100];
+            snprintf(shape, sizeof shape, "n=%zu offset=%g masked=%d", n,
+                     (double)logit_offsets[v], v == 3);
+            buffer x = logits_new(n, si, logit_offsets[v], v == 3);
+            float got = ks->logsumexp(x.p, n);
+            double ref = ref_logsumexp(x.p, n);
+            double tol = 4 * FLT_EPSILON * (fabs(ref) + sqrt((double)n) + 4);
+            expect_close(&got, 1, &ref, &tol, 1, 1, set, "logsumexp", shape);
+            buffer_free(&x);
+        }
+    }
+}
+
+static void expect_argmax(const tsr_kernels *ks, const float *x, size_t n, size_t want,
+                          const char *set, const char *shape)
+{
+    size_t got = ks->argmax(x, n);
+    cr_assert(got == want, "[%s] argmax %s: index %zu, expected %zu", set, shape, got, want);
+}
+
+ParameterizedTestParameters(kernels, argmax)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, argmax)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < N_ROW_SIZES; si++) {
+        size_t n = row_sizes[si];
+        char shape[100];
+        ref_rng rng;
+        ref_rng_seed(&rng, 7000 + si);
+        buffer x = buffer_new(1, n, n, layout_offset(si));
+        buffer_fill(&x, &rng, -5, 5);
+
+        snprintf(shape, sizeof shape, "n=%zu random", n);
+        expect_argmax(ks, x.p, n, ref_argmax(x.p, n), set, shape);
+
+        /* Ties: a new maximum at two places; the first must win. Every
+         * first place on small rows, a spread of them on large ones. */
+        size_t step = n <= 67 ? 1 : n / 61;
+        for (size_t a = 0; a + 1 < n; a += step) {
+            size_t later[2] = {a + 1, n - 1};
+            for (size_t t = 0; t < 2; t++) {
+                size_t b = later[t];
+                float saved_a = x.p[a], saved_b = x.p[b];
+                x.p[a] = x.p[b] = 6;
+                snprintf(shape, sizeof shape, "n=%zu tie at %zu and %zu", n, a, b);
+                expect_argmax(ks, x.p, n, a, set, shape);
+                x.p[a] = saved_a;
+                x.p[b] = saved_b;
+            }
+        }
+
+        /* NaN is never the maximum. */
+        size_t at = ref_argmax(x.p, n);
+        float saved = x.p[at];
+        x.p[at] = NAN;
+        snprintf(shape, sizeof shape, "n=%zu NaN in place of the maximum", n);
+        expect_argmax(ks, x.p, n, ref_argmax(x.p, n), set, shape);
+        x.p[at] = saved;
+
+        x.p[0] = NAN;
+        snprintf(shape, sizeof shape, "n=%zu NaN first", n);
+        expect_argmax(ks, x.p, n, ref_argmax(x.p, n), set, shape);
+
+        for (size_t i = 0; i < n; i++)
+            x.p[i] = NAN;
+        snprintf(shape, sizeof shape, "n=%zu all NaN", n);
+        expect_argmax(ks, x.p, n, 0, set, shape);
+
+        x.p[n - 1] = -1e30f;
+        snprintf(shape, sizeof shape, "n=%zu all NaN but the last", n);
+        expect_argmax(ks, x.p, n, n - 1, set, shape);
+
+        for (size_t i = 0; i < n; i++)
+            x.p[i] = -INFINITY;
+        snprintf(shape, sizeof shape, "n=%zu all -inf", n);
+        expect_argmax(ks, x.p, n, 0, set, shape);
+
+        buffer_free(&x);
+    }
+}
+
+/* ---- Embedding ---------------------------------------------------------------- */
+
+typedef struct embed_shape {
+    size_t count, d, vocab;
+    int with_pos;
+    float scale;
+} embed_shape;
+
+static const embed_shape embed_shapes[] = {
+    {1, 1, 1, 0, 1},       {2, 2, 3, 1, 1.5f},     {3, 3, 5, 1, 1},     {5, 7, 50, 0, 2.6457f},
+    {8, 8, 13, 1, 2.828f}, {13, 16, 7, 1, 4},       {17, 17, 50, 0, 1},  {31, 33, 100, 1, 5.7f},
+    {67, 64, 1000, 1, 8},  {33, 67, 40, 1, 8.185f}, {100, 512, 300, 1, 22.627f},
+};
+
+ParameterizedTestParameters(kernels, embed)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, embed)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof embed_shapes / sizeof *embed_shapes; si++) {
+        const embed_shape *s = &embed_shapes[si];
+        size_t off = layout_offset(si), pad = layout_pad(si);
+        char shape[160];
+        snprintf(shape, sizeof shape, "count=%zu d=%zu vocab=%zu pos=%d scale=%g offset=%zu "
+                 "pad=%zu", s->count, s->d, s->vocab, s->with_pos, (double)s->scale, off, pad);
+        ref_rng rng;
+        ref_rng_seed(&rng, 8000 + si);
+
+        buffer table = buffer_new(s->vocab, s->d, s->d, off);
+        buffer pos = buffer_new(s->count, s->d, s->d, off);
+        buffer out = buffer_new(s->count, s->d, s->d + pad, off);
+        buffer_fill(&table, &rng, -1, 1);
+        buffer_fill(&pos, &rng, -1, 1);
+        int32_t *ids = malloc(s->count * sizeof *ids);
+        cr_assert(ids != NULL, "out of memory");
+        for (size_t i = 0; i < s->count; i++)
+            ids[i] = (int32_t)(ref_rng_u32(&rng) % s->vocab);
+        ids[s->count - 1] = (int32_t)(s->vocab - 1);
+
+        const float *pos_rows = s->with_pos ? pos.p : NULL;
+        ks->embed(ids, s->count, table.p, s->d, s->scale, pos_rows, out.p, out.ld);
+
+        double *ref = doubles(s->count * s->d), *tol = doubles(s->count * s->d);
+        ref_embed(ids, s->count, table.p, s->d, s->scale, pos_rows, ref);
+        for (size_t i = 0; i < s->count; i++)
+            for (size_t c = 0; c < s->d; c++)
+                tol[i * s->d + c] =
+                    2 * FLT_EPSILON * (fabs((double)table.p[(size_t)ids[i] * s->d + c] * s->scale) +
+                                       (pos_rows ? fabs(pos_rows[i * s->d + c]) : 0));
+        expect_close(out.p, out.ld, ref, tol, s->count, s->d, set, "embed", shape);
+        expect_untouched_outside(&out, 0, s->d, set, "embed", shape);
+
+        free(ids);
+        free(ref);
+        free(tol);
+        buffer_free(&table);
+        buffer_free(&pos);
+        buffer_free(&out);
+    }
+}
+
+/* ---- Widening ------------------------------------------------------------------ */
+
+/* All 65536 patterns, read from an odd address; every value is exact. */
+static void check_widen(void (*widen)(const void *, size_t, float *), double (*value)(uint16_t),
+                        const char *set, const char *what)
+{
+    const size_t n = 65536;
+    unsigned char *bytes = malloc(2 * n + 1);
+    buffer dst = buffer_new(1, n, n, 1);
+    cr_assert(bytes != NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)i;
+        memcpy(bytes + 1 + 2 * i, &h, sizeof h);
+    }
+    widen(bytes + 1, n, dst.p);
+
+    for (size_t i = 0; i < n; i++) {
+        double want = value((uint16_t)i);
+        float got = dst.p[i];
+        if (isnan(want)) {
+            cr_assert(isnan(got) && !signbit(got) == !signbit(want),
+                      "[%s] %s 0x%04zx: %.9g, expected a NaN of the same sign", set, what, i,
+                      (double)got);
+        } else {
+            cr_assert(bits_of(got) == bits_of((float)want),
+                      "[%s] %s 0x%04zx: %.9g (bits 0x%08x), expected %.9g", set, what, i,
+                      (double)got, (unsigned)bits_of(got), want);
+        }
+    }
+    expect_untouched_outside(&dst, 0, n, set, what, "all 65536 patterns");
+    buffer_free(&dst);
+    free(bytes);
+}
+
+ParameterizedTestParameters(kernels, f16_to_f32)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, f16_to_f32)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    check_widen(ks->f16_to_f32, ref_f16_value, tsr_kernel_set_names[p->index], "f16_to_f32");
+}
+
+ParameterizedTestParameters(kernels, bf16_to_f32)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, bf16_to_f32)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    check_widen(ks->bf16_to_f32, ref_bf16_value, tsr_kernel_set_names[p->index], "bf16_to_f32");
+}
+
+Test(kernels, every_set_is_tested)
+{
+    cr_assert(tsr_kernel_set_count <= MAX_SETS,
+              "%zu kernel sets but this test walks only %d: raise MAX_SETS",
+              tsr_kernel_set_count, MAX_SETS);
+}
