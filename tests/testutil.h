@@ -25,7 +25,8 @@ typedef struct test_run {
     char *err;         /* captured stderr, NUL-terminated, malloc'd */
 } test_run;
 
-/* Runs argv (argv[0] a path) with `input` on stdin and `env` ("NAME=value"
+/* Runs argv (argv[0] a path; behind the words of $TESSERA_TEST_RUNNER when set,
+ * e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu" for a cross build) with `input` on stdin and `env` ("NAME=value"
  * strings added to the environment, NULL-terminated, may be NULL). */
 test_run test_run_command(char *const argv[], const char *input, char *const env[]);
 void test_run_free(test_run *r);

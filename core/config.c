@@ -1,0 +1,293 @@
+/* config.json (INTERFACE.md section 1): strict types, defaults for the
+ * optional keys, unknown keys ignored, and every error naming its key. */
+#include "core/config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+
+/* Far beyond any real Transformer, small enough that products of two sizes
+ * cannot overflow on 64-bit targets (the 32-bit case is checked below). */
+#define MAX_SIZE (1 << 24)
+/* A config.json is a few hundred bytes; this only stops reading a device. */
+#define MAX_CONFIG_BYTES (16u << 20)
+
+typedef struct int_key {
+    const char *name;
+    size_t offset;
+    int required;
+} int_key;
+
+static const int_key int_keys[] = {
+    {"d_model", offsetof(tessera_config, d_model), 1},
+    {"n_heads", offsetof(tessera_config, n_heads), 1},
+    {"d_ff", offsetof(tessera_config, d_ff), 1},
+    {"n_encoder_layers", offsetof(tessera_config, n_encoder_layers), 1},
+    {"n_decoder_layers", offsetof(tessera_config, n_decoder_layers), 1},
+    {"src_vocab_size", offsetof(tessera_config, src_vocab_size), 1},
+    {"tgt_vocab_size", offsetof(tessera_config, tgt_vocab_size), 1},
+    {"max_positions", offsetof(tessera_config, max_positions), 0},
+    {"bos_id", offsetof(tessera_config, bos_id), 0},
+    {"eos_id", offsetof(tessera_config, eos_id), 0},
+    {"pad_id", offsetof(tessera_config, pad_id), 0},
+    {"unk_id", offsetof(tessera_config, unk_id), 0},
+};
+
+typedef struct bool_key {
+    const char *name;
+    size_t offset;
+} bool_key;
+
+static const bool_key bool_keys[] = {
+    {"norm_first", offsetof(tessera_config, norm_first)},
+    {"scale_embedding", offsetof(tessera_config, scale_embedding)},
+};
+
+static const struct {
+    const char *name;
+    tessera_activation value;
+} activations[] = {
+    {"relu", TESSERA_RELU},
+    {"gelu", TESSERA_GELU},
+    {"silu", TESSERA_SILU},
+};
+
+void tsr_config_defaults(tessera_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->max_positions = 1024;
+    cfg->activation = TESSERA_RELU;
+    cfg->norm_first = 0;
+    cfg->layer_norm_eps = 1e-5f;
+    cfg->scale_embedding = 1;
+    cfg->bos_id = 2;
+    cfg->eos_id = 3;
+    cfg->pad_id = 1;
+    cfg->unk_id = 0;
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown JSON value";
+}
+
+static int *int_field(tessera_config *cfg, size_t offset)
+{
+    return (int *)((char *)cfg + offset);
+}
+
+static int read_ints(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
+        const int_key *k = &int_keys[i];
+        const json_t *v = json_object_get(root, k->name);
+        if (!v) {
+            if (k->required)
+                return tsr_fail(err, err_len, "key '%s': missing", k->name);
+            continue;
+        }
+        if (!json_is_integer(v))
+            return tsr_fail(err, err_len, "key '%s': expected an integer, got %s", k->name,
+                            json_kind(v));
+        json_int_t x = json_integer_value(v);
+        if (x < INT_MIN || x > INT_MAX)
+            return tsr_fail(err, err_len, "key '%s': %" JSON_INTEGER_FORMAT " is out of range",
+                            k->name, x);
+        *int_field(cfg, k->offset) = (int)x;
+    }
+    return 0;
+}
+
+static int read_bools(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < sizeof bool_keys / sizeof bool_keys[0]; i++) {
+        const json_t *v = json_object_get(root, bool_keys[i].name);
+        if (!v)
+            continue;
+        if (!json_is_boolean(v))
+            return tsr_fail(err, err_len, "key '%s': expected true or false, got %s",
+                            bool_keys[i].name, json_kind(v));
+        *int_field(cfg, bool_keys[i].offset) = json_is_true(v);
+    }
+    return 0;
+}
+
+static int read_activation(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(root, "activation");
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return tsr_fail(err, err_len, "key 'activation': expected a string, got %s", json_kind(v));
+    const char *name = json_string_value(v);
+    for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++) {
+        if (strcmp(name, activations[i].name) == 0) {
+            cfg->activation = activations[i].value;
+            return 0;
+        }
+    }
+    return tsr_fail(err, err_len, "key 'activation': unknown activation '%s' (relu, gelu, silu)",
+                    name);
+}
+
+static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(root, "layer_norm_eps");
+    if (!v)
+        return 0;
+    if (!json_is_number(v))
+        return tsr_fail(err, err_len, "key 'layer_norm_eps': expected a number, got %s",
+                        json_kind(v));
+    double eps = json_number_value(v);
+    /* Checked as a float too: 1e-60 is > 0 but would become 0. */
+    float eps_f = (float)eps;
+    if (!(eps > 0) || !isfinite(eps) || !(eps_f > 0) || !isfinite(eps_f))
+        return tsr_fail(err, err_len, "key 'layer_norm_eps': %g is not a positive finite float",
+                        eps);
+    cfg->layer_norm_eps = eps_f;
+    return 0;
+}
+
+int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *err, size_t err_len)
+{
+    tsr_config_defaults(cfg);
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!root)
+        return tsr_fail(err, err_len, "not valid JSON: %s (line %d, column %d)", jerr.text,
+                        jerr.line, jerr.column);
+    int rc;
+    if (!json_is_object(root))
+        rc = tsr_fail(err, err_len, "top level is %s, expected a JSON object", json_kind(root));
+    else if (read_ints(root, cfg, err, err_len) != 0 || read_bools(root, cfg, err, err_len) != 0 ||
+             read_activation(root, cfg, err, err_len) != 0 ||
+             read_eps(root, cfg, err, err_len) != 0)
+        rc = -1;
+    else
+        rc = tsr_config_validate(cfg, err, err_len);
+    json_decref(root);
+    return rc;
+}
+
+static char *read_whole_file(const char *path, size_t *len, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tsr_fail(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, used = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (used == cap) {
+            char *bigger = cap < MAX_CONFIG_BYTES ? realloc(buf, cap * 2) : NULL;
+            if (!bigger) {
+                tsr_fail(err, err_len, "%s: too large for a config file", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + used, 1, cap - used, f);
+        used += got;
+        if (got == 0)
+            break;
+    }
+    if (!buf) {
+        tsr_fail(err, err_len, "%s: out of memory", path);
+    } else if (ferror(f)) {
+        tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = used;
+    return buf;
+}
+
+int tsr_config_load(const char *path, tessera_config *cfg, char *err, size_t err_len)
+{
+    size_t len;
+    char *text = read_whole_file(path, &len, err, err_len);
+    if (!text)
+        return -1;
+    int rc = tsr_config_parse(text, len, cfg, err, err_len);
+    free(text);
+    if (rc != 0)
+        return tsr_fail_prefix(err, err_len, path);
+    return 0;
+}
+
+static int check_range(const char *key, int value, int lo, int hi_exclusive, const char *why,
+                       char *err, size_t err_len)
+{
+    if (value >= lo && value < hi_exclusive)
+        return 0;
+    return tsr_fail(err, err_len, "key '%s': %d is out of range [%d, %d)%s", key, value, lo,
+                    hi_exclusive, why);
+}
+
+/* A weight matrix of rows x cols floats must be addressable. */
+static int check_matrix(const char *key, int rows, int cols, char *err, size_t err_len)
+{
+    if ((size_t)rows > SIZE_MAX / sizeof(float) / (size_t)cols)
+        return tsr_fail(err, err_len, "key '%s': a %d x %d matrix is too large for this machine",
+                        key, rows, cols);
+    return 0;
+}
+
+int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
+{
+    tessera_config c = *cfg;
+    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
+        const int_key *k = &int_keys[i];
+        if (k->required &&
+            check_range(k->name, *int_field(&c, k->offset), 1, MAX_SIZE + 1, "", err, err_len))
+            return -1;
+    }
+    if (check_range("max_positions", c.max_positions, 2, MAX_SIZE + 1, "", err, err_len))
+        return -1;
+    if (c.d_model % c.n_heads != 0)
+        return tsr_fail(err, err_len, "key 'n_heads': %d does not divide d_model (%d)", c.n_heads,
+                        c.d_model);
+    int both_vocab = c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
+    if (check_range("bos_id", c.bos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err, err_len) ||
+        check_range("eos_id", c.eos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err, err_len) ||
+        check_range("unk_id", c.unk_id, 0, both_vocab, " (the smaller vocabulary)", err, err_len) ||
+        check_range("pad_id", c.pad_id, 0, both_vocab, " (the smaller vocabulary)", err, err_len))
+        return -1;
+    if (c.bos_id == c.eos_id)
+        return tsr_fail(err, err_len, "key 'eos_id': equals bos_id (%d)", c.bos_id);
+    if (check_matrix("src_vocab_size", c.src_vocab_size, c.d_model, err, err_len) ||
+        check_matrix("tgt_vocab_size", c.tgt_vocab_size, c.d_model, err, err_len) ||
+        check_matrix("d_ff", c.d_ff, c.d_model, err, err_len) ||
+        check_matrix("max_positions", c.max_positions, c.d_model, err, err_len) ||
+        check_matrix("d_model", 3 * c.d_model, c.d_model, err, err_len))
+        return -1;
+    if (c.activation != TESSERA_RELU && c.activation != TESSERA_GELU &&
+        c.activation != TESSERA_SILU)
+        return tsr_fail(err, err_len, "key 'activation': unknown activation %d", (int)c.activation);
+    if (!(c.layer_norm_eps > 0) || !isfinite(c.layer_norm_eps))
+        return tsr_fail(err, err_len, "key 'layer_norm_eps': %g is not a positive finite float",
+                        (double)c.layer_norm_eps);
+    return 0;
+}

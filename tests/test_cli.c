@@ -1,0 +1,689 @@
+/* The tessera command against INTERFACE.md section 2: every bad input gives a
+ * non-zero status, exactly one stderr line "tessera: ..." naming the culprit,
+ * and only complete lines on stdout (for a bad line N, the N-1 lines before
+ * it); good input gives one line per input line. The models are the tiny
+ * ones of model_writer: d_model 8, vocab 11 (source) / 13 (target),
+ * max_positions 16, bos 2, eos 3, unk 0. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/model_writer.h"
+#include "tests/testutil.h"
+
+#define SRC_VOCAB 11
+#define TGT_VOCAB 13
+#define MAX_POSITIONS 16
+#define EOS_ID 3
+#define MAX_ARGS 32
+#define MAX_LINES 64
+
+static char *dir;
+static mw_model *model;
+
+/* Every test starts from a valid tiny model in its own directory. Seed 15
+ * gives outputs that vary with the source, one of them empty (EOS first). */
+static void write_tiny_model(void)
+{
+    dir = test_make_temp_dir();
+    model = mw_model_tiny(15);
+    mw_write(model, dir);
+}
+
+static void remove_model(void)
+{
+    mw_model_free(model);
+    test_remove_dir(dir);
+    free(dir);
+}
+
+TestSuite(cli, .init = write_tiny_model, .fini = remove_model, .timeout = 60);
+
+static char *const one_thread[] = {"TESSERA_NUM_THREADS=1", NULL};
+
+/* tessera ARGS... < input, with env added to the environment; the argument
+ * list ends with NULL. "-m" "DIR" stands for the model directory. */
+static test_run run_env(const char *input, char *const env[], const char *arg, ...)
+{
+    char *argv[MAX_ARGS + 2];
+    size_t n = 0;
+    argv[n++] = (char *)test_tessera_path();
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a; a = va_arg(ap, const char *)) {
+        cr_assert_lt(n, MAX_ARGS);
+        argv[n++] = strcmp(a, "DIR") == 0 ? dir : (char *)a;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    return test_run_command(argv, input, env);
+}
+
+#define run(input, ...) run_env(input, one_thread, __VA_ARGS__, NULL)
+#define translate(input, ...) run(input, "translate", "-m", "DIR", ##__VA_ARGS__)
+#define score(input, ...) run(input, "score", "-m", "DIR", ##__VA_ARGS__)
+
+/* Splits stdout into lines, insisting that the last one is complete. */
+static size_t output_lines(const test_run *r, char **lines, size_t max)
+{
+    size_t len = strlen(r->out);
+    cr_assert(len == 0 || r->out[len - 1] == '\n', "stdout ends in a partial line: \"%s\"",
+              r->out);
+    size_t n = 0;
+    for (const char *p = r->out; *p;) {
+        const char *nl = strchr(p, '\n');
+        cr_assert_lt(n, max, "too many output lines");
+        lines[n++] = strndup(p, (size_t)(nl - p));
+        p = nl + 1;
+    }
+    return n;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+}
+
+static size_t count_lines(const test_run *r)
+{
+    char *lines[MAX_LINES];
+    size_t n = output_lines(r, lines, MAX_LINES);
+    free_lines(lines, n);
+    return n;
+}
+
+static void expect_success(const test_run *r)
+{
+    cr_assert_eq(r->exit_status, 0, "exit status %d, stderr: %s", r->exit_status, r->err);
+    cr_expect_str_empty(r->err);
+}
+
+/* Non-zero status without a crash, one stderr line "tessera: ..." holding
+ * both needles (needle2 may be NULL), and `lines_before` complete stdout lines. */
+static void expect_failure(const test_run *r, const char *needle, const char *needle2,
+                           size_t lines_before)
+{
+    cr_expect_neq(r->exit_status, 0, "should fail (wanted \"%s\"); stdout: %s", needle, r->out);
+    cr_expect_lt(r->exit_status, 128, "killed by signal %d; stderr: %s", r->exit_status - 128,
+                 r->err);
+    const char *err = r->err;
+    size_t len = strlen(err);
+    cr_expect(len > 0 && err[len - 1] == '\n' && strchr(err, '\n') == err + len - 1,
+              "stderr should be exactly one line: \"%s\"", err);
+    cr_expect(strncmp(err, "tessera: ", 9) == 0, "stderr should start with \"tessera: \": \"%s\"",
+              err);
+    cr_expect(strstr(err, needle) != NULL, "stderr \"%s\" should name \"%s\"", err, needle);
+    if (needle2)
+        cr_expect(strstr(err, needle2) != NULL, "stderr \"%s\" should name \"%s\"", err, needle2);
+    cr_expect_eq(count_lines(r), lines_before, "stdout should hold %zu complete lines: \"%s\"",
+                 lines_before, r->out);
+}
+
+/* Space-separated integers; returns how many, or -1 if a token is not one. */
+static int parse_ids(const char *line, long *ids, int max)
+{
+    int n = 0;
+    const char *p = line;
+    while (*p) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || (*end && *end != ' ') || n == max)
+            return -1;
+        ids[n++] = v;
+        p = end;
+    }
+    return n;
+}
+
+/* A translation: target ids, no EOS, short enough that [bos] + ids fits. */
+static int expect_translation(const char *line, long *ids)
+{
+    int n = parse_ids(line, ids, MAX_POSITIONS);
+    cr_assert(n >= 0 && n <= MAX_POSITIONS - 1, "not a translation of at most %d ids: \"%s\"",
+              MAX_POSITIONS - 1, line);
+    for (int i = 0; i < n; i++) {
+        cr_expect(ids[i] >= 0 && ids[i] < TGT_VOCAB, "id %ld out of the target vocabulary", ids[i]);
+        cr_expect_neq(ids[i], EOS_ID, "EOS in the output: \"%s\"", line);
+    }
+    return n;
+}
+
+/* Log-probabilities: finite, <= 0, written with enough digits; returns how many. */
+static int parse_scores(const char *line, double *v, int max)
+{
+    int n = 0;
+    const char *p = line;
+    while (*p) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        char *end;
+        double x = strtod(p, &end);
+        cr_assert(end != p && (*end == '\0' || *end == ' '), "not a number at \"%s\"", p);
+        cr_assert_lt(n, max);
+        cr_expect(isfinite(x) && x <= 0.0, "not a log-probability: %g", x);
+        v[n++] = x;
+        p = end;
+    }
+    return n;
+}
+
+/* ---- translate: success ------------------------------------------------------------ */
+
+Test(cli, translate_writes_one_line_per_input_line)
+{
+    test_run r = translate("4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n0\n10 9\n5\n6 6 6\n");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 7, "stdout: %s", r.out);
+    long ids[MAX_POSITIONS];
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        expect_translation(lines[i], ids);
+        size_t j = 0;
+        while (j < i && strcmp(lines[j], lines[i]) != 0)
+            j++;
+        distinct += j == i;
+    }
+    /* PyTorch gives 6 different lines for this model: the source matters. */
+    cr_expect_geq(distinct, 4, "the output hardly depends on the source: %s", r.out);
+    free_lines(lines, n);
+    test_run_free(&r);
+}
+
+Test(cli, translate_reads_the_last_line_without_newline)
+{
+    test_run with = translate("4 5 6\n7 8\n");
+    test_run without = translate("4 5 6\n7 8");
+    expect_success(&with);
+    expect_success(&without);
+    cr_expect_str_eq(without.out, with.out);
+    test_run_free(&with);
+    test_run_free(&without);
+}
+
+Test(cli, crlf_and_runs_of_spaces_are_accepted)
+{
+    test_run plain = translate("4 5 6\n7 8 9\n");
+    test_run crlf = translate("4 5 6\r\n7 8 9\r\n");
+    test_run spaces = translate("4   5  6\n7  8     9\n");
+    expect_success(&plain);
+    expect_success(&crlf);
+    expect_success(&spaces);
+    cr_expect_eq(count_lines(&plain), 2);
+    cr_expect_str_eq(crlf.out, plain.out, "CRLF changed the output");
+    cr_expect_str_eq(spaces.out, plain.out, "runs of spaces changed the output");
+    test_run_free(&plain);
+    test_run_free(&crlf);
+    test_run_free(&spaces);
+}
+
+Test(cli, batch_and_threads_do_not_change_the_output)
+{
+    const char *input = "4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n0\n10 9\n";
+    test_run one = translate(input);
+    test_run batched = translate(input, "--batch", "3", "--threads", "2");
+    expect_success(&one);
+    expect_success(&batched);
+    cr_expect_eq(count_lines(&one), 5);
+    cr_expect_str_eq(batched.out, one.out);
+    test_run_free(&one);
+    test_run_free(&batched);
+}
+
+Test(cli, source_of_exactly_max_positions_tokens)
+{
+    test_run r = translate("1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6\n");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 1);
+    test_run_free(&r);
+}
+
+Test(cli, max_len_limits_the_output)
+{
+    test_run r = translate("4 5 6\n7 8\n1 2 3\n", "--max-len", "1");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 3);
+    long ids[MAX_POSITIONS];
+    for (size_t i = 0; i < n; i++)
+        cr_expect_leq(expect_translation(lines[i], ids), 1, "\"%s\" exceeds --max-len 1", lines[i]);
+    free_lines(lines, n);
+    test_run_free(&r);
+}
+
+/* Values that are multiples of 1/256 are exact in F16 and BF16, so widening
+ * at load must reproduce the F32 model's output exactly. */
+Test(cli, half_precision_weights_match_f32)
+{
+    const char *input = "4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n";
+    test_run f32 = translate(input);
+    expect_success(&f32);
+    for (size_t i = 0; i < model->n_tensors; i++)
+        mw_set_dtype(model, model->tensors[i].name, i % 2 ? "F16" : "BF16");
+    mw_write(model, dir);
+    test_run half = translate(input);
+    expect_success(&half);
+    cr_expect_str_eq(half.out, f32.out);
+    test_run_free(&f32);
+    test_run_free(&half);
+}
+
+Test(cli, optional_tensors_are_accepted)
+{
+    mw_add_optional_tensors(model);
+    mw_add(model, "transformer.encoder.layers.7.linear1.weight", 2, (size_t[]){3, 3});
+    mw_write(model, dir);
+    test_run r = translate("4 5 6\n");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 1);
+    test_run_free(&r);
+}
+
+/* ---- score: success ---------------------------------------------------------------- */
+
+Test(cli, score_writes_tgt_len_plus_one_values)
+{
+    test_run r = score("4 5 6\t7 8\n4\t\n1 2\t0 1 2 3 4 5 6 7 8 9 10 11 12\n");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 3, "stdout: %s", r.out);
+    static const int expected[] = {3, 1, 14};
+    double v[MAX_POSITIONS + 1];
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(parse_scores(lines[i], v, MAX_POSITIONS + 1), expected[i], "line %zu: \"%s\"",
+                     i + 1, lines[i]);
+    free_lines(lines, n);
+    test_run_free(&r);
+}
+
+Test(cli, score_accepts_crlf)
+{
+    test_run lf = score("4 5 6\t7 8\n");
+    test_run crlf = score("4 5 6\t7 8\r\n");
+    expect_success(&lf);
+    expect_success(&crlf);
+    cr_expect_str_eq(crlf.out, lf.out);
+    test_run_free(&lf);
+    test_run_free(&crlf);
+}
+
+Test(cli, target_of_max_positions_minus_one_tokens)
+{
+    test_run r = score("4 5\t1 2 3 4 5 6 7 8 9 10 11 12 0 1 2\n");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 1);
+    double v[MAX_POSITIONS + 1];
+    cr_expect_eq(parse_scores(lines[0], v, MAX_POSITIONS + 1), MAX_POSITIONS);
+    free_lines(lines, n);
+    test_run_free(&r);
+}
+
+/* Greedy decoding picks the most likely token at each step, so scoring its
+ * own output must give every token (and the final EOS, when the output ended
+ * with it) a probability of at least 1 / TGT_VOCAB. */
+Test(cli, greedy_tokens_score_as_argmax)
+{
+    static const char *const sources[] = {"4 5 6", "7 8", "1 2 3 4 5 6 7 8 9 10", "0"};
+    char input[512] = "", pairs[1024] = "";
+    for (size_t i = 0; i < 4; i++) {
+        strcat(input, sources[i]);
+        strcat(input, "\n");
+    }
+    test_run tr = translate(input);
+    expect_success(&tr);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&tr, lines, MAX_LINES);
+    cr_assert_eq(n, 4);
+    int lens[4];
+    long ids[MAX_POSITIONS];
+    for (size_t i = 0; i < n; i++) {
+        lens[i] = expect_translation(lines[i], ids);
+        snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s\t%s\n", sources[i],
+                 lines[i]);
+    }
+    free_lines(lines, n);
+
+    test_run sc = score(pairs);
+    expect_success(&sc);
+    n = output_lines(&sc, lines, MAX_LINES);
+    cr_assert_eq(n, 4);
+    double v[MAX_POSITIONS + 1];
+    /* Slack for the scorer's float rounding, far below log(2). */
+    const double floor = -log((double)TGT_VOCAB) - 1e-3;
+    for (size_t i = 0; i < n; i++) {
+        int m = parse_scores(lines[i], v, MAX_POSITIONS + 1);
+        cr_assert_eq(m, lens[i] + 1, "line %zu: \"%s\"", i + 1, lines[i]);
+        int ended_with_eos = lens[i] < MAX_POSITIONS - 1;
+        for (int k = 0; k < m - 1 + ended_with_eos; k++)
+            cr_expect_geq(v[k], floor, "line %zu, token %d: log-probability %g is not an argmax",
+                          i + 1, k + 1, v[k]);
+    }
+    free_lines(lines, n);
+    test_run_free(&tr);
+    test_run_free(&sc);
+}
+
+/* ---- --tokens ------------------------------------------------------------------------ */
+
+Test(cli, tokens_map_through_the_vocab_files)
+{
+    mw_write_vocab(dir, &model->config);
+    test_run ids = translate("4 5 6\n7 0\n");
+    test_run toks = translate("s4 s5 s6\ns7 no-such-token\n", "--tokens");
+    expect_success(&ids);
+    expect_success(&toks);
+    /* The same sentences (an unknown token is unk_id 0), as "t<id>" tokens. */
+    char expected[1024] = "";
+    for (const char *p = ids.out; *p; p++) {
+        if (*p >= '0' && *p <= '9' && (p == ids.out || p[-1] == ' ' || p[-1] == '\n'))
+            strcat(expected, "t");
+        strncat(expected, p, 1);
+    }
+    cr_expect_str_eq(toks.out, expected);
+    test_run_free(&ids);
+    test_run_free(&toks);
+}
+
+Test(cli, tokens_without_vocab_files)
+{
+    test_run r = translate("s4 s5\n", "--tokens");
+    expect_failure(&r, "vocab", NULL, 0);
+    test_run_free(&r);
+}
+
+/* ---- bad input lines ----------------------------------------------------------------- */
+
+Test(cli, source_id_out_of_range)
+{
+    test_run r = translate("4 5\n6 7\n1 11 2\n3\n");
+    expect_failure(&r, "line 3", NULL, 2);
+    test_run_free(&r);
+}
+
+Test(cli, source_id_out_of_range_in_a_batch)
+{
+    test_run r = translate("4 5\n6 7\n1 11 2\n3\n", "--batch", "4");
+    expect_failure(&r, "line 3", NULL, 2);
+    test_run_free(&r);
+}
+
+Test(cli, target_id_out_of_range)
+{
+    test_run r = score("4 5\t6 7\n1 2\t1 13 2\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+}
+
+Test(cli, negative_id)
+{
+    test_run r = translate("4 -1 5\n");
+    expect_failure(&r, "line 1", NULL, 0);
+    test_run_free(&r);
+    r = score("4 5\t6 7\n4 5\t6 -7\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+}
+
+Test(cli, non_numeric_token)
+{
+    static const char *const inputs[] = {"4 5\n4 x 5\n", "4 5\n4 5x\n", "4 5\n4\t5\n",
+                                         "4 5\n4 5.0\n", "4 5\n99999999999999999999\n"};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        test_run r = translate(inputs[i]);
+        expect_failure(&r, "line 2", NULL, 1);
+        test_run_free(&r);
+    }
+}
+
+Test(cli, source_longer_than_max_positions)
+{
+    test_run r = translate("4 5\n1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+}
+
+Test(cli, empty_source_line)
+{
+    test_run r = translate("4 5\n\n6\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+    r = score("4 5\t6\n\t6 7\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+}
+
+Test(cli, score_line_without_tab)
+{
+    test_run r = score("4 5\t6\n4 5\t6\n4 5 6\n");
+    expect_failure(&r, "line 3", NULL, 2);
+    test_run_free(&r);
+}
+
+Test(cli, score_target_longer_than_max_positions)
+{
+    /* [bos] + 16 target ids is 17 positions. */
+    test_run r = score("4\t5\n4 5\t1 2 3 4 5 6 7 8 9 10 11 12 0 1 2 4\n");
+    expect_failure(&r, "line 2", NULL, 1);
+    test_run_free(&r);
+}
+
+/* ---- bad models ---------------------------------------------------------------------- */
+
+Test(cli, missing_model_dir)
+{
+    test_run r = run("4 5\n", "translate", "-m", "/nonexistent/tessera-model");
+    expect_failure(&r, "/nonexistent/tessera-model", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, missing_config_json)
+{
+    char *path = mw_path(dir, "config.json");
+    cr_assert_eq(unlink(path), 0);
+    free(path);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "config.json", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, missing_model_safetensors)
+{
+    char *path = mw_path(dir, "model.safetensors");
+    cr_assert_eq(unlink(path), 0);
+    free(path);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, config_key_missing)
+{
+    mw_set_config_text(model, "{\"n_heads\": 2, \"d_ff\": 12, \"n_encoder_layers\": 1,"
+                              " \"n_decoder_layers\": 1, \"src_vocab_size\": 11,"
+                              " \"tgt_vocab_size\": 13, \"max_positions\": 16}");
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "config.json: key 'd_model'", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, config_n_heads_not_dividing)
+{
+    model->config.n_heads = 3;
+    mw_write(model, dir);
+    test_run r = score("4 5\t6\n");
+    expect_failure(&r, "config.json: key 'n_heads'", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, config_not_json)
+{
+    mw_set_config_text(model, "{\n\"d_model\": 8,\n");
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "config.json", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, missing_tensor)
+{
+    mw_drop(model, "transformer.decoder.layers.0.norm3.weight");
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors", "'transformer.decoder.layers.0.norm3.weight'", 0);
+    test_run_free(&r);
+}
+
+Test(cli, wrong_shape)
+{
+    mw_set_shape(model, "transformer.encoder.layers.0.linear2.weight", 2, (size_t[]){12, 8});
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors", "'transformer.encoder.layers.0.linear2.weight'", 0);
+    test_run_free(&r);
+}
+
+Test(cli, wrong_dtype)
+{
+    mw_set_dtype(model, "generator.weight", "I32");
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "'generator.weight'", "I32", 0);
+    test_run_free(&r);
+}
+
+Test(cli, overlapping_tensors)
+{
+    mw_overlap(model, "src_tok_emb.embedding.weight", "generator.bias");
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors", "'generator.bias'", 0);
+    test_run_free(&r);
+}
+
+Test(cli, truncated_weights)
+{
+    model->truncate_bytes = 5;
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors", "'generator.bias'", 0);
+    test_run_free(&r);
+}
+
+Test(cli, pos_embedding_too_short)
+{
+    mw_add_optional_tensors(model);
+    mw_set_shape(model, "positional_encoding.pos_embedding", 3, (size_t[]){MAX_POSITIONS - 1, 1, 8});
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "'positional_encoding.pos_embedding'", NULL, 0);
+    test_run_free(&r);
+}
+
+/* ---- options and environment ------------------------------------------------------- */
+
+Test(cli, unknown_flag)
+{
+    test_run r = translate("4 5\n", "--bogus");
+    expect_failure(&r, "--bogus", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, unknown_command)
+{
+    test_run r = run("", "frobnicate");
+    expect_failure(&r, "frobnicate", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, missing_model_option)
+{
+    test_run r = run("4 5\n", "translate");
+    expect_failure(&r, "-m", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, bad_beam)
+{
+    static const char *const values[] = {"0", "-1", "abc", "2x", ""};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        test_run r = translate("4 5\n", "--beam", values[i]);
+        expect_failure(&r, "--beam", NULL, 0);
+        test_run_free(&r);
+    }
+}
+
+Test(cli, bad_threads)
+{
+    static const char *const values[] = {"-1", "abc", "1.5"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        test_run r = translate("4 5\n", "--threads", values[i]);
+        expect_failure(&r, "--threads", NULL, 0);
+        test_run_free(&r);
+    }
+}
+
+Test(cli, n_best_above_beam)
+{
+    test_run r = translate("4 5\n", "--beam", "2", "--n-best", "3");
+    expect_failure(&r, "--n-best", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, option_value_missing)
+{
+    test_run r = translate("4 5\n", "--beam");
+    expect_failure(&r, "--beam", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, unknown_isa)
+{
+    char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_ISA=bogus", NULL};
+    test_run r = run_env("4 5\n", env, "translate", "-m", dir, NULL);
+    expect_failure(&r, "TESSERA_ISA=bogus", NULL, 0);
+    test_run_free(&r);
+}
+
+Test(cli, scalar_isa_is_always_available)
+{
+    char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_ISA=scalar", NULL};
+    test_run r = run_env("4 5\n", env, "translate", "-m", dir, NULL);
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 1);
+    test_run_free(&r);
+}
+
+Test(cli, help)
+{
+    test_run r = run("", "--help");
+    cr_expect_eq(r.exit_status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "translate") && strstr(r.out, "score"),
+              "usage should list the commands: \"%s\"", r.out);
+    test_run_free(&r);
+
+    r = run("", "translate", "--help");
+    cr_expect_eq(r.exit_status, 0, "stderr: %s", r.err);
+    cr_expect(strstr(r.out, "--beam") && strstr(r.out, "-m"),
+              "translate usage should list its options: \"%s\"", r.out);
+    test_run_free(&r);
+}

@@ -1,0 +1,778 @@
+/* The format layer on its own: core/safetensors.c and core/config.c. Every
+ * malformed input must give -1 and a message naming the culprit; valid ones
+ * must come back with exactly the values written. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/config.h"
+#include "core/safetensors.h"
+#include "tests/model_writer.h"
+#include "tests/testutil.h"
+
+static char *dir;
+static char *weights; /* dir/model.safetensors */
+static char err[1024];
+
+static void make_dir(void)
+{
+    dir = test_make_temp_dir();
+    weights = mw_path(dir, "model.safetensors");
+    memset(err, 0, sizeof err);
+}
+
+static void remove_dir(void)
+{
+    test_remove_dir(dir);
+    free(dir);
+    free(weights);
+}
+
+TestSuite(safetensors, .init = make_dir, .fini = remove_dir);
+TestSuite(config, .init = make_dir, .fini = remove_dir);
+
+/* ---- safetensors helpers ------------------------------------------------ */
+
+static void expect_contains(const char *message, const char *needle)
+{
+    cr_expect(strstr(message, needle) != NULL, "message \"%s\" should contain \"%s\"", message,
+              needle);
+}
+
+/* Opening `weights` fails, leaves the struct empty and names every needle. */
+static void expect_open_fails(const char *needle, const char *needle2)
+{
+    tsr_safetensors st;
+    memset(&st, 0x5a, sizeof st);
+    cr_assert_eq(tsr_safetensors_open(weights, &st, err, sizeof err), -1,
+                 "opening should fail (wanted a message with \"%s\")", needle);
+    cr_expect_null(st.map);
+    cr_expect_null(st.tensors);
+    cr_expect_eq(st.n_tensors, 0);
+    cr_expect_eq(strchr(err, '\n'), NULL, "one-line message: \"%s\"", err);
+    expect_contains(err, needle);
+    if (needle2)
+        expect_contains(err, needle2);
+    tsr_safetensors_close(&st);
+}
+
+static void header_fails(const char *header, size_t data_bytes, const char *needle,
+                         const char *needle2)
+{
+    mw_write_header_text(weights, header, data_bytes);
+    expect_open_fails(needle, needle2);
+}
+
+static void open_ok(tsr_safetensors *st)
+{
+    int rc = tsr_safetensors_open(weights, st, err, sizeof err);
+    cr_assert_eq(rc, 0, "open failed: %s", err);
+}
+
+/* ---- valid files ----------------------------------------------------------- */
+
+Test(safetensors, tiny_model_round_trips)
+{
+    mw_model *m = mw_model_tiny(7);
+    mw_add_optional_tensors(m);
+    mw_write_safetensors(m, weights);
+    tsr_safetensors st;
+    open_ok(&st);
+    cr_assert_eq(st.n_tensors, m->n_tensors, "__metadata__ is not a tensor");
+
+    size_t header_len = 0;
+    for (int i = 7; i >= 0; i--)
+        header_len = (header_len << 8) | ((const unsigned char *)st.map)[i];
+    const unsigned char *data_start = (const unsigned char *)st.map + 8 + header_len;
+
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const mw_tensor *w = &m->tensors[i];
+        const tsr_tensor_info *t = tsr_safetensors_find(&st, w->name);
+        cr_assert_not_null(t, "tensor '%s' not found", w->name);
+        cr_expect_str_eq(t->name, w->name);
+        cr_expect_eq(t->dtype, TSR_DTYPE_F32);
+        cr_expect_str_eq(t->dtype_name, "F32");
+        cr_assert_eq(t->ndim, w->ndim, "%s", w->name);
+        for (size_t k = 0; k < w->ndim; k++)
+            cr_expect_eq(t->shape[k], w->shape[k], "%s dim %zu", w->name, k);
+        cr_expect_eq(t->count, w->count);
+        cr_expect_eq(t->bytes, w->count * 4);
+        cr_expect_eq((const unsigned char *)t->data, data_start + w->begin, "%s", w->name);
+        cr_expect_eq(memcmp(t->data, w->values, t->bytes), 0, "%s data", w->name);
+    }
+    cr_expect_null(tsr_safetensors_find(&st, "generator.weights"));
+    cr_expect_null(tsr_safetensors_find(&st, ""));
+    cr_expect_null(tsr_safetensors_find(&st, "__metadata__"));
+    tsr_safetensors_close(&st);
+    cr_expect_null(st.map);
+    tsr_safetensors_close(&st);
+    mw_model_free(m);
+}
+
+Test(safetensors, half_precision_bits)
+{
+    mw_model *m = mw_model_tiny(1);
+    mw_set_dtype(m, "generator.bias", "F16");
+    mw_set_dtype(m, "generator.weight", "BF16");
+    mw_tensor *bias = mw_find(m, "generator.bias");
+    mw_tensor *weight = mw_find(m, "generator.weight");
+    bias->values[0] = 0.5f;
+    bias->values[1] = -0.25f;
+    weight->values[0] = 0.5f;
+    weight->values[1] = -0.25f;
+    mw_write_safetensors(m, weights);
+
+    tsr_safetensors st;
+    open_ok(&st);
+    const tsr_tensor_info *b = tsr_safetensors_find(&st, "generator.bias");
+    const tsr_tensor_info *w = tsr_safetensors_find(&st, "generator.weight");
+    cr_assert(b && w);
+    cr_expect_eq(b->dtype, TSR_DTYPE_F16);
+    cr_expect_str_eq(b->dtype_name, "F16");
+    cr_expect_eq(b->bytes, 13 * 2);
+    cr_expect_eq(w->dtype, TSR_DTYPE_BF16);
+    cr_expect_str_eq(w->dtype_name, "BF16");
+    cr_expect_eq(w->bytes, 13 * 8 * 2);
+    /* IEEE binary16: 0.5 = 0x3800, -0.25 = 0xB400; bfloat16: 0x3F00, 0xBE80. */
+    const unsigned char *hb = b->data, *wb = w->data;
+    cr_expect_eq(hb[0] | hb[1] << 8, 0x3800);
+    cr_expect_eq(hb[2] | hb[3] << 8, 0xB400);
+    cr_expect_eq(wb[0] | wb[1] << 8, 0x3F00);
+    cr_expect_eq(wb[2] | wb[3] << 8, 0xBE80);
+    tsr_safetensors_close(&st);
+    mw_model_free(m);
+}
+
+Test(safetensors, every_safetensors_dtype_is_accepted)
+{
+    static const char *const names[] = {"F64", "I64", "I32", "I16", "I8",  "U8",      "U16",
+                                        "U32", "U64", "BOOL", "F8_E5M2", "F8_E4M3"};
+    static const size_t sizes[] = {8, 8, 4, 2, 1, 1, 2, 4, 8, 1, 1, 1};
+    mw_model *m = mw_model_tiny(2);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        mw_set_dtype(m, m->tensors[i].name, names[i]);
+    mw_write_safetensors(m, weights);
+    tsr_safetensors st;
+    open_ok(&st);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const tsr_tensor_info *t = tsr_safetensors_find(&st, m->tensors[i].name);
+        cr_assert_not_null(t);
+        cr_expect_eq(t->dtype, TSR_DTYPE_OTHER, "%s", names[i]);
+        cr_expect_str_eq(t->dtype_name, names[i]);
+        cr_expect_eq(t->bytes, t->count * sizes[i], "%s", names[i]);
+    }
+    tsr_safetensors_close(&st);
+    mw_model_free(m);
+}
+
+Test(safetensors, scalars_empty_tensors_and_extra_fields)
+{
+    mw_write_header_text(weights,
+                         "{\"__metadata__\": {}, "
+                         "\"scalar\": {\"dtype\": \"F32\", \"shape\": [], \"data_offsets\": [0, 4]},"
+                         "\"empty\": {\"dtype\": \"F32\", \"shape\": [3, 0], \"data_offsets\": [4, 4]},"
+                         "\"empty2\": {\"dtype\": \"F16\", \"shape\": [0], \"data_offsets\": [2, 2]},"
+                         "\"eight\": {\"dtype\": \"U8\", \"shape\": [1,1,1,1,1,1,1,2],"
+                         " \"data_offsets\": [4, 6], \"comment\": [1, {\"x\": null}]}}",
+                         8);
+    tsr_safetensors st;
+    open_ok(&st);
+    cr_assert_eq(st.n_tensors, 4);
+    const tsr_tensor_info *s = tsr_safetensors_find(&st, "scalar");
+    cr_assert_not_null(s);
+    cr_expect_eq(s->ndim, 0);
+    cr_expect_eq(s->count, 1);
+    cr_expect_eq(s->bytes, 4);
+    const tsr_tensor_info *e = tsr_safetensors_find(&st, "empty");
+    cr_assert_not_null(e);
+    cr_expect_eq(e->ndim, 2);
+    cr_expect_eq(e->count, 0);
+    cr_expect_eq(e->bytes, 0);
+    const tsr_tensor_info *eight = tsr_safetensors_find(&st, "eight");
+    cr_assert_not_null(eight);
+    cr_expect_eq(eight->ndim, TSR_MAX_DIMS);
+    cr_expect_eq(eight->count, 2);
+    tsr_safetensors_close(&st);
+}
+
+Test(safetensors, header_without_tensors)
+{
+    mw_write_header_text(weights, "{}", 0);
+    tsr_safetensors st;
+    open_ok(&st);
+    cr_expect_eq(st.n_tensors, 0);
+    cr_expect_null(tsr_safetensors_find(&st, "x"));
+    tsr_safetensors_close(&st);
+}
+
+Test(safetensors, close_is_safe_on_a_zeroed_struct)
+{
+    tsr_safetensors st = {0};
+    tsr_safetensors_close(&st);
+    cr_expect_null(tsr_safetensors_find(&st, "x"));
+}
+
+/* ---- the file itself ------------------------------------------------------------- */
+
+Test(safetensors, missing_file)
+{
+    expect_open_fails("No such file", NULL);
+}
+
+Test(safetensors, empty_file)
+{
+    test_write_file(weights, "", 0);
+    expect_open_fails("empty", NULL);
+}
+
+Test(safetensors, seven_byte_file)
+{
+    test_write_file(weights, "\x10\0\0\0\0\0\0", 7);
+    expect_open_fails("too short", "7 bytes");
+}
+
+Test(safetensors, directory)
+{
+    cr_assert_eq(mkdir(weights, 0700), 0);
+    expect_open_fails("directory", NULL);
+}
+
+Test(safetensors, header_length_beyond_the_file)
+{
+    const char *header = "{}";
+    mw_write_raw_safetensors(weights, 3, header, 0);
+    expect_open_fails("header length 3", "2 bytes");
+    mw_write_raw_safetensors(weights, UINT64_MAX, header, 0);
+    expect_open_fails("header length 18446744073709551615", NULL);
+}
+
+Test(safetensors, header_length_too_small)
+{
+    mw_write_raw_safetensors(weights, 1, "{}", 0);
+    expect_open_fails("header length 1", NULL);
+    mw_write_raw_safetensors(weights, 0, "{}", 0);
+    expect_open_fails("header length 0", NULL);
+}
+
+Test(safetensors, header_not_json)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\",\n \"shape\": [1] oops}}", 4, "not valid JSON",
+                 "line 2");
+}
+
+Test(safetensors, header_is_not_an_object)
+{
+    header_fails("[1, 2]", 0, "expected a JSON object", "an array");
+    header_fails("\"w\"", 0, "expected a JSON object", NULL);
+}
+
+Test(safetensors, duplicate_tensor_names)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
+                 " \"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
+                 8, "duplicate", "w");
+}
+
+Test(safetensors, entry_not_an_object)
+{
+    header_fails("{\"generator.weight\": [0, 4]}", 4, "tensor 'generator.weight'",
+                 "expected an object");
+}
+
+Test(safetensors, metadata_must_be_an_object_of_strings)
+{
+    header_fails("{\"__metadata__\": [1]}", 0, "__metadata__", "expected an object");
+    header_fails("{\"__metadata__\": {\"format\": \"pt\", \"step\": 12}}", 0, "__metadata__",
+                 "'step'");
+}
+
+Test(safetensors, dtype_missing_or_wrong)
+{
+    header_fails("{\"w.a\": {\"shape\": [1], \"data_offsets\": [0, 4]}}", 4, "tensor 'w.a'",
+                 "dtype");
+    header_fails("{\"w.b\": {\"dtype\": 4, \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w.b'", "dtype");
+    header_fails("{\"w.c\": {\"dtype\": \"Q4_0\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w.c'", "unknown dtype 'Q4_0'");
+    header_fails("{\"w.d\": {\"dtype\": \"f32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w.d'", "'f32'");
+}
+
+Test(safetensors, unknown_dtype_through_the_writer)
+{
+    mw_model *m = mw_model_tiny(3);
+    mw_set_dtype(m, "transformer.decoder.layers.0.norm3.bias", "F128");
+    mw_write_safetensors(m, weights);
+    expect_open_fails("tensor 'transformer.decoder.layers.0.norm3.bias'", "F128");
+    mw_model_free(m);
+}
+
+Test(safetensors, shape_missing_or_not_an_array)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"data_offsets\": [0, 4]}}", 4, "tensor 'w'",
+                 "shape");
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": 1, \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w'", "\"shape\" is an integer");
+}
+
+Test(safetensors, bad_dimensions)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, -1], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w'", "shape[1] is -1");
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [1.0], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w'", "shape[0]");
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [\"1\"], \"data_offsets\": [0, 4]}}", 4,
+                 "tensor 'w'", "shape[0]");
+}
+
+Test(safetensors, too_many_dimensions)
+{
+    mw_model *m = mw_model_tiny(4);
+    mw_set_shape(m, "generator.bias", 9, (size_t[]){1, 1, 1, 1, 1, 1, 1, 1, 13});
+    mw_write_safetensors(m, weights);
+    expect_open_fails("tensor 'generator.bias'", "9 dimensions");
+    mw_model_free(m);
+}
+
+Test(safetensors, offsets_not_two_integers)
+{
+    static const char *const bad[] = {"[0]", "[0, 4, 8]", "[\"0\", 4]", "[0, 4.0]", "4",
+                                      "{\"begin\": 0}", "[-4, 0]", "[]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char header[256];
+        snprintf(header, sizeof header,
+                 "{\"layer.w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": %s}}", bad[i]);
+        header_fails(header, 8, "tensor 'layer.w'", "data_offsets");
+    }
+    header_fails("{\"layer.w\": {\"dtype\": \"F32\", \"shape\": [1]}}", 8, "tensor 'layer.w'",
+                 "data_offsets");
+}
+
+Test(safetensors, begin_after_end)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 4]}}", 8,
+                 "tensor 'w'", "[8, 4]");
+}
+
+Test(safetensors, end_beyond_the_data)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [8, 24]}}", 16,
+                 "tensor 'w': data_offsets [8, 24] outside the data section (16 bytes)", NULL);
+
+    mw_model *m = mw_model_tiny(5);
+    mw_set_offsets(m, "generator.weight", 1u << 20, (1u << 20) + 13 * 8 * 4);
+    mw_write_safetensors(m, weights);
+    expect_open_fails("tensor 'generator.weight'", "outside the data section");
+    mw_model_free(m);
+}
+
+Test(safetensors, truncated_data)
+{
+    mw_model *m = mw_model_tiny(6);
+    m->truncate_bytes = 1;
+    mw_write_safetensors(m, weights);
+    /* The writer puts the generator bias last. */
+    expect_open_fails("tensor 'generator.bias'", "outside the data section");
+    mw_model_free(m);
+}
+
+Test(safetensors, size_mismatch)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 12]}}", 16,
+                 "tensor 'w'", "needs 16");
+    header_fails("{\"w\": {\"dtype\": \"F16\", \"shape\": [2, 3], \"data_offsets\": [0, 16]}}", 16,
+                 "tensor 'w'", "needs 12");
+
+    mw_model *m = mw_model_tiny(8);
+    mw_set_offsets(m, "src_tok_emb.embedding.weight", 0, 4);
+    mw_write_safetensors(m, weights);
+    expect_open_fails("tensor 'src_tok_emb.embedding.weight'", "needs 352");
+    mw_model_free(m);
+}
+
+Test(safetensors, overflow_in_the_shape)
+{
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [4294967296, 4294967296, 2],"
+                 " \"data_offsets\": [0, 4]}}",
+                 4, "tensor 'w'", "overflow");
+    /* The element count fits but the byte count does not. */
+    header_fails("{\"w\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904],"
+                 " \"data_offsets\": [0, 4]}}",
+                 4, "tensor 'w'", "too large");
+}
+
+Test(safetensors, overlapping_tensors)
+{
+    mw_model *m = mw_model_tiny(9);
+    mw_overlap(m, "tgt_tok_emb.embedding.weight", "generator.bias");
+    mw_write_safetensors(m, weights);
+    expect_open_fails("tensor 'generator.bias'", "tensor 'tgt_tok_emb.embedding.weight'");
+    mw_model_free(m);
+
+    /* One tensor inside another, listed first. */
+    header_fails("{\"inner\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]},"
+                 " \"outer\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}",
+                 16, "'inner'", "'outer'");
+    /* Identical spans. */
+    header_fails("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+                 " \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+                 8, "'a'", "'b'");
+    /* An empty tensor sorted between two overlapping ones hides nothing. */
+    header_fails("{\"long\": {\"dtype\": \"U8\", \"shape\": [10], \"data_offsets\": [0, 10]},"
+                 " \"none\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]},"
+                 " \"short\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [4, 6]}}",
+                 10, "tensor 'short'", "overlap tensor 'long'");
+}
+
+Test(safetensors, adjacent_tensors_do_not_overlap)
+{
+    mw_write_header_text(weights,
+                         "{\"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]},"
+                         " \"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]},"
+                         " \"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]}}",
+                         8);
+    tsr_safetensors st;
+    open_ok(&st);
+    cr_expect_eq(st.n_tensors, 3);
+    const tsr_tensor_info *a = tsr_safetensors_find(&st, "a"), *b = tsr_safetensors_find(&st, "b");
+    cr_assert(a && b);
+    cr_expect_eq((const char *)b->data - (const char *)a->data, 4);
+    tsr_safetensors_close(&st);
+}
+
+/* ---- config.json --------------------------------------------------------------- */
+
+static const char *const base_keys[][2] = {
+    {"d_model", "512"},        {"n_heads", "8"},          {"d_ff", "2048"},
+    {"n_encoder_layers", "6"}, {"n_decoder_layers", "5"}, {"src_vocab_size", "1000"},
+    {"tgt_vocab_size", "1200"},
+};
+#define N_BASE_KEYS (sizeof base_keys / sizeof base_keys[0])
+
+/* The required keys with the values above, changed by (key, value) pairs: a
+ * NULL value removes the key, a key not in the list is added. NULL-terminated. */
+static char *config_with(const char *key, ...)
+{
+    const char *keys[32], *values[32];
+    size_t n = 0;
+    for (; n < N_BASE_KEYS; n++) {
+        keys[n] = base_keys[n][0];
+        values[n] = base_keys[n][1];
+    }
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; k; k = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        size_t i = 0;
+        while (i < n && strcmp(keys[i], k) != 0)
+            i++;
+        if (i == n) {
+            cr_assert_lt(n, 32);
+            keys[n++] = k;
+        }
+        values[i] = v;
+    }
+    va_end(ap);
+    size_t len = 0;
+    char *text = NULL;
+    FILE *f = open_memstream(&text, &len);
+    fputs("{", f);
+    const char *sep = "";
+    for (size_t i = 0; i < n; i++) {
+        if (!values[i])
+            continue;
+        fprintf(f, "%s\n  \"%s\": %s", sep, keys[i], values[i]);
+        sep = ",";
+    }
+    fputs("\n}\n", f);
+    fclose(f);
+    return text;
+}
+
+static void parse_ok(const char *json, tessera_config *cfg)
+{
+    int rc = tsr_config_parse(json, strlen(json), cfg, err, sizeof err);
+    cr_assert_eq(rc, 0, "parse failed: %s\n%s", err, json);
+}
+
+static void parse_fails(char *json, const char *needle, const char *needle2)
+{
+    tessera_config cfg;
+    int rc = tsr_config_parse(json, strlen(json), &cfg, err, sizeof err);
+    cr_assert_eq(rc, -1, "parse should fail (wanted \"%s\"):\n%s", needle, json);
+    cr_expect_eq(strchr(err, '\n'), NULL, "one-line message: \"%s\"", err);
+    expect_contains(err, needle);
+    if (needle2)
+        expect_contains(err, needle2);
+    free(json);
+}
+
+Test(config, defaults_for_optional_keys)
+{
+    char *json = config_with(NULL);
+    tessera_config cfg;
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.d_model, 512);
+    cr_expect_eq(cfg.n_heads, 8);
+    cr_expect_eq(cfg.d_ff, 2048);
+    cr_expect_eq(cfg.n_encoder_layers, 6);
+    cr_expect_eq(cfg.n_decoder_layers, 5);
+    cr_expect_eq(cfg.src_vocab_size, 1000);
+    cr_expect_eq(cfg.tgt_vocab_size, 1200);
+    cr_expect_eq(cfg.max_positions, 1024);
+    cr_expect_eq(cfg.activation, TESSERA_RELU);
+    cr_expect_eq(cfg.norm_first, 0);
+    cr_expect_float_eq(cfg.layer_norm_eps, 1e-5f, 1e-12f);
+    cr_expect_eq(cfg.scale_embedding, 1);
+    cr_expect_eq(cfg.bos_id, 2);
+    cr_expect_eq(cfg.eos_id, 3);
+    cr_expect_eq(cfg.pad_id, 1);
+    cr_expect_eq(cfg.unk_id, 0);
+
+    tessera_config d;
+    tsr_config_defaults(&d);
+    cr_expect_eq(d.d_model, 0);
+    cr_expect_eq(d.max_positions, 1024);
+    cr_expect_eq(d.eos_id, 3);
+}
+
+Test(config, every_key_is_read)
+{
+    char *json = config_with("max_positions", "77", "activation", "\"gelu\"", "norm_first", "true",
+                             "layer_norm_eps", "1e-6", "scale_embedding", "false", "bos_id", "10",
+                             "eos_id", "11", "pad_id", "12", "unk_id", "13", NULL);
+    tessera_config cfg;
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.max_positions, 77);
+    cr_expect_eq(cfg.activation, TESSERA_GELU);
+    cr_expect_eq(cfg.norm_first, 1);
+    cr_expect_float_eq(cfg.layer_norm_eps, 1e-6f, 1e-13f);
+    cr_expect_eq(cfg.scale_embedding, 0);
+    cr_expect_eq(cfg.bos_id, 10);
+    cr_expect_eq(cfg.eos_id, 11);
+    cr_expect_eq(cfg.pad_id, 12);
+    cr_expect_eq(cfg.unk_id, 13);
+
+    json = config_with("activation", "\"silu\"", "layer_norm_eps", "1", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.activation, TESSERA_SILU);
+    cr_expect_float_eq(cfg.layer_norm_eps, 1.0f, 1e-9f);
+}
+
+Test(config, writer_text_round_trips)
+{
+    tessera_config want, got;
+    mw_tiny_config(&want);
+    want.activation = TESSERA_SILU;
+    want.norm_first = 1;
+    want.layer_norm_eps = 1e-6f;
+    char *json = mw_config_json(&want);
+    parse_ok(json, &got);
+    free(json);
+    cr_expect_eq(memcmp(&want, &got, sizeof want), 0);
+}
+
+Test(config, unknown_keys_are_ignored)
+{
+    char *json = config_with("comment", "\"hello\"", "dropout", "0.1",
+                             "architectures", "[\"Transformer\", {\"x\": null}]", NULL);
+    tessera_config cfg;
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.d_model, 512);
+}
+
+Test(config, each_required_key_missing)
+{
+    for (size_t i = 0; i < N_BASE_KEYS; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "key '%s': missing", base_keys[i][0]);
+        parse_fails(config_with(base_keys[i][0], NULL, NULL), needle, NULL);
+    }
+}
+
+Test(config, integers_must_be_json_integers)
+{
+    static const char *const int_keys[] = {"d_model",        "n_heads",        "d_ff",
+                                           "n_encoder_layers", "n_decoder_layers",
+                                           "src_vocab_size", "tgt_vocab_size", "max_positions",
+                                           "bos_id",         "eos_id",         "pad_id",
+                                           "unk_id"};
+    static const char *const wrong[][2] = {{"\"8\"", "a string"},  {"8.0", "a real number"},
+                                           {"true", "a boolean"}, {"null", "null"},
+                                           {"[8]", "an array"},   {"{}", "an object"}};
+    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
+        for (size_t j = 0; j < sizeof wrong / sizeof wrong[0]; j++) {
+            char needle[96];
+            snprintf(needle, sizeof needle, "key '%s': expected an integer, got %s", int_keys[i],
+                     wrong[j][1]);
+            parse_fails(config_with(int_keys[i], wrong[j][0], NULL), needle, NULL);
+        }
+    }
+}
+
+Test(config, integers_beyond_int)
+{
+    parse_fails(config_with("d_model", "10000000000", NULL), "key 'd_model'", "10000000000");
+    parse_fails(config_with("bos_id", "-10000000000", NULL), "key 'bos_id'", NULL);
+}
+
+Test(config, booleans_must_be_true_or_false)
+{
+    parse_fails(config_with("norm_first", "1", NULL), "key 'norm_first'", "an integer");
+    parse_fails(config_with("scale_embedding", "\"true\"", NULL), "key 'scale_embedding'",
+                "a string");
+    parse_fails(config_with("norm_first", "null", NULL), "key 'norm_first'", NULL);
+}
+
+Test(config, activation)
+{
+    parse_fails(config_with("activation", "\"tanh\"", NULL),
+                "key 'activation': unknown activation 'tanh' (relu, gelu, silu)", NULL);
+    parse_fails(config_with("activation", "\"ReLU\"", NULL), "key 'activation'", "'ReLU'");
+    parse_fails(config_with("activation", "1", NULL), "key 'activation'", "a string");
+}
+
+Test(config, layer_norm_eps)
+{
+    parse_fails(config_with("layer_norm_eps", "0", NULL), "key 'layer_norm_eps'", NULL);
+    parse_fails(config_with("layer_norm_eps", "0.0", NULL), "key 'layer_norm_eps'", NULL);
+    parse_fails(config_with("layer_norm_eps", "-1e-5", NULL), "key 'layer_norm_eps'", NULL);
+    parse_fails(config_with("layer_norm_eps", "1e-60", NULL), "key 'layer_norm_eps'", NULL);
+    parse_fails(config_with("layer_norm_eps", "1e300", NULL), "key 'layer_norm_eps'", NULL);
+    parse_fails(config_with("layer_norm_eps", "\"1e-5\"", NULL), "key 'layer_norm_eps'",
+                "a string");
+}
+
+Test(config, n_heads_must_divide_d_model)
+{
+    parse_fails(config_with("n_heads", "5", NULL),
+                "key 'n_heads': 5 does not divide d_model (512)", NULL);
+    tessera_config cfg;
+    char *json = config_with("n_heads", "512", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+}
+
+Test(config, sizes_out_of_range)
+{
+    for (size_t i = 0; i < N_BASE_KEYS; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "key '%s'", base_keys[i][0]);
+        parse_fails(config_with(base_keys[i][0], "0", NULL), needle, NULL);
+        parse_fails(config_with(base_keys[i][0], "-3", NULL), needle, NULL);
+        parse_fails(config_with(base_keys[i][0], "16777217", NULL), needle, NULL);
+    }
+    parse_fails(config_with("max_positions", "1", NULL), "key 'max_positions'", NULL);
+    parse_fails(config_with("max_positions", "16777217", NULL), "key 'max_positions'", NULL);
+    tessera_config cfg;
+    char *json = config_with("max_positions", "2", "n_encoder_layers", "16777216", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+}
+
+Test(config, special_ids_out_of_range)
+{
+    parse_fails(config_with("bos_id", "1200", NULL), "key 'bos_id'", "1200");
+    parse_fails(config_with("bos_id", "-1", NULL), "key 'bos_id'", NULL);
+    parse_fails(config_with("eos_id", "1200", NULL), "key 'eos_id'", NULL);
+    parse_fails(config_with("eos_id", "-2", NULL), "key 'eos_id'", NULL);
+    /* pad and unk are used on both sides: the smaller vocabulary bounds them. */
+    parse_fails(config_with("pad_id", "1000", NULL), "key 'pad_id'", NULL);
+    parse_fails(config_with("unk_id", "1000", NULL), "key 'unk_id'", NULL);
+    parse_fails(config_with("unk_id", "-1", NULL), "key 'unk_id'", NULL);
+    parse_fails(config_with("bos_id", "7", "eos_id", "7", NULL), "key 'eos_id'", "bos_id");
+
+    tessera_config cfg;
+    char *json = config_with("bos_id", "1199", "eos_id", "0", "pad_id", "999", "unk_id", "999",
+                             NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.bos_id, 1199);
+}
+
+Test(config, invalid_json)
+{
+    parse_fails(strdup("{\n  \"d_model\": 512,\n  oops\n}"), "line 3", "JSON");
+    parse_fails(strdup(""), "JSON", NULL);
+    parse_fails(strdup("{\"d_model\": 512} trailing"), "JSON", NULL);
+    parse_fails(config_with("d_model", "8, \"d_model\": 16", NULL), "d_model", NULL);
+}
+
+Test(config, top_level_not_an_object)
+{
+    parse_fails(strdup("[1, 2]"), "top level", "an array");
+    parse_fails(strdup("42"), "top level", NULL);
+}
+
+Test(config, validate_filled_structs)
+{
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), 0, "%s", err);
+    cfg.layer_norm_eps = 0;
+    cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), -1);
+    expect_contains(err, "key 'layer_norm_eps'");
+    mw_tiny_config(&cfg);
+    cfg.activation = (tessera_activation)7;
+    cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), -1);
+    expect_contains(err, "key 'activation'");
+    mw_tiny_config(&cfg);
+    cfg.n_heads = 3;
+    cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), -1);
+    expect_contains(err, "key 'n_heads': 3 does not divide d_model (8)");
+    /* Transformer-big fits. */
+    cfg = (tessera_config){.d_model = 1024, .n_heads = 16, .d_ff = 4096, .n_encoder_layers = 6,
+                           .n_decoder_layers = 6, .src_vocab_size = 32000,
+                           .tgt_vocab_size = 32000, .max_positions = 1024,
+                           .layer_norm_eps = 1e-5f, .bos_id = 2, .eos_id = 3, .pad_id = 1};
+    cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), 0, "%s", err);
+}
+
+Test(config, load_from_a_file)
+{
+    char *path = mw_path(dir, "config.json");
+    tessera_config want, got;
+    mw_tiny_config(&want);
+    char *json = mw_config_json(&want);
+    test_write_file(path, json, strlen(json));
+    free(json);
+    cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(memcmp(&want, &got, sizeof want), 0);
+
+    json = config_with("n_heads", "\"8\"", NULL);
+    test_write_file(path, json, strlen(json));
+    free(json);
+    cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), -1);
+    char needle[1200];
+    snprintf(needle, sizeof needle, "%s: key 'n_heads': expected an integer", path);
+    expect_contains(err, needle);
+
+    remove(path);
+    cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), -1);
+    expect_contains(err, path);
+    expect_contains(err, "No such file");
+
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), -1);
+    expect_contains(err, path);
+    free(path);
+}
+
+Test(config, messages_are_truncated_safely)
+{
+    char small[12];
+    char *json = config_with("activation", "\"a-very-long-activation-name\"", NULL);
+    tessera_config cfg;
+    cr_assert_eq(tsr_config_parse(json, strlen(json), &cfg, small, sizeof small), -1);
+    cr_expect_eq(strlen(small), sizeof small - 1);
+    cr_expect_eq(tsr_config_parse(json, strlen(json), &cfg, NULL, 0), -1);
+    free(json);
+}
