@@ -8,10 +8,10 @@
 
 /* Fills cfg from the JSON text (defaults for absent optional keys; unknown
  * keys ignored) and validates it. Errors name the key, e.g.
- * "key 'n_heads': must divide d_model (512)". */
+ * "key 'n_heads': 5 does not divide d_model (512)". */
 int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *err, size_t err_len);
 
-/* Reads and parses a file; errors are "PATH: ..." for I/O problems. */
+/* Reads and parses a file; every error is prefixed "PATH: ". */
 int tsr_config_load(const char *path, tessera_config *cfg, char *err, size_t err_len);
 
 /* Consistency of a filled config (also used for built-in bench configs). */
