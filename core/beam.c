@@ -21,6 +21,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/runtime.h"
 
 typedef struct hyp {
     size_t slot;
@@ -267,6 +268,7 @@ static int step(search *b, char *err, size_t err_len)
     const tessera_model *m = b->m;
     if (tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len) != 0)
         return -1;
+#pragma omp parallel num_threads(tsr_team_threads())
     tsr_op_linear(m, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p, b->V);
     for (size_t r = 0; r < rows; r++)
         m->kernels->log_softmax(b->logits.p + r * b->V, b->V, b->logits.p + r * b->V);

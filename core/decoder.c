@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/ops.h"
+#include "core/runtime.h"
 
 int tsr_cross_memory_build(const tessera_model *m, const float *memory, const tsr_packing *src,
                            tsr_cross_memory *cm, char *err, size_t err_len)
@@ -25,9 +26,11 @@ int tsr_cross_memory_build(const tessera_model *m, const float *memory, const ts
             tsr_cross_memory_free(m, cm);
             return tsr_fail(err, err_len, "out of memory for the cross-attention memory");
         }
+    }
+#pragma omp parallel num_threads(tsr_team_threads())
+    for (size_t l = 0; l < L; l++)
         tsr_op_linear(m, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
                       cm->kv[l], 2 * d);
-    }
     return 0;
 }
 
@@ -60,7 +63,9 @@ void tsr_decoder_free(tsr_decoder *dec)
     tsr_buffer_free(&dec->attn);
     tsr_buffer_free(&dec->scratch);
     free(dec->jobs);
+    free(dec->row0);
     dec->jobs = NULL;
+    dec->row0 = NULL;
 }
 
 static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_t rows)
@@ -72,11 +77,17 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
         return -1;
     if (n > dec->jobs_cap) {
         tsr_attention_job *jobs = realloc(dec->jobs, n * sizeof *jobs);
-        if (!jobs)
+        if (jobs)
+            dec->jobs = jobs;
+        size_t *row0 = realloc(dec->row0, n * sizeof *row0);
+        if (row0)
+            dec->row0 = row0;
+        if (!jobs || !row0)
             return -1;
-        dec->jobs = jobs;
         dec->jobs_cap = n;
     }
+    for (size_t i = 0, row = 0; i < n; row += seqs[i++].n_new)
+        dec->row0[i] = row;
     for (size_t i = 0; i < n; i++) {
         size_t slot = seqs[i].slot;
         if (tsr_kv_cache_reserve(&dec->cache, slot, dec->cache.len[slot] + seqs[i].n_new) != 0)
@@ -91,10 +102,12 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
 {
     const tessera_model *m = dec->m;
     const tsr_self_attention *w = &m->dec[layer].self_attn;
-    size_t d = m->d, row = 0;
+    size_t d = m->d;
     float *qkv = dec->qkv.p;
     tsr_op_linear(m, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
-    for (size_t i = 0; i < n; i++) {
+#pragma omp for schedule(static)
+    for (long li = 0; li < (long)n; li++) {
+        size_t i = (size_t)li, row = dec->row0[i];
         size_t slot = seqs[i].slot, past = dec->cache.len[slot];
         float *cache = tsr_kv_cache_layer(&dec->cache, slot, layer);
         for (size_t t = 0; t < seqs[i].n_new; t++)
@@ -104,7 +117,6 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
             .ldv = 2 * d, .out = dec->attn.p + row * d, .ldo = d,
             .n_q = seqs[i].n_new, .n_k = past + seqs[i].n_new, .causal = 1, .q_pos = past,
         };
-        row += seqs[i].n_new;
     }
     tsr_op_attention(m, dec->jobs, n);
     tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
@@ -116,18 +128,18 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
     const tessera_model *m = dec->m;
     const tsr_cross_attention *w = &m->dec[layer].cross;
     const tsr_packing *src = dec->cross->src;
-    size_t d = m->d, row = 0;
+    size_t d = m->d;
     float *q = dec->qkv.p;
     tsr_op_linear(m, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
-    for (size_t i = 0; i < n; i++) {
-        size_t s = seqs[i].sentence;
+#pragma omp for schedule(static)
+    for (long li = 0; li < (long)n; li++) {
+        size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
         const float *kv = dec->cross->kv[layer] + src->row0[s] * 2 * d;
         dec->jobs[i] = (tsr_attention_job){
             .q = q + row * d, .ldq = d, .k = kv, .ldk = 2 * d, .v = kv + d, .ldv = 2 * d,
             .out = dec->attn.p + row * d, .ldo = d, .n_q = seqs[i].n_new, .n_k = src->len[s],
             .causal = 0, .q_pos = 0,
         };
-        row += seqs[i].n_new;
     }
     tsr_op_attention(m, dec->jobs, n);
     tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
@@ -171,19 +183,22 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
     if (reserve(dec, seqs, n, rows) != 0)
         return tsr_fail(err, err_len, "out of memory decoding %zu rows", rows);
 
-    size_t row = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t pos = dec->cache.len[seqs[i].slot];
-        m->kernels->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
-                          m->positions + pos * d, dec->x.p + row * d, d);
-        row += seqs[i].n_new;
+    /* One parallel region for the whole stack (see ops.h). */
+#pragma omp parallel num_threads(tsr_team_threads())
+    {
+#pragma omp for schedule(static)
+        for (long li = 0; li < (long)n; li++) {
+            size_t i = (size_t)li, row = dec->row0[i], pos = dec->cache.len[seqs[i].slot];
+            m->kernels->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
+                              m->positions + pos * d, dec->x.p + row * d, d);
+        }
+        for (int l = 0; l < m->cfg.n_decoder_layers; l++)
+            decoder_layer(dec, (size_t)l, seqs, n, rows);
+        if (m->dec_norm.gamma)
+            tsr_op_layernorm(m, &m->dec_norm, dec->x.p, NULL, rows, dec->x.p);
     }
-    for (int l = 0; l < m->cfg.n_decoder_layers; l++)
-        decoder_layer(dec, (size_t)l, seqs, n, rows);
     for (size_t i = 0; i < n; i++)
         dec->cache.len[seqs[i].slot] += seqs[i].n_new;
-    if (m->dec_norm.gamma)
-        tsr_op_layernorm(m, &m->dec_norm, dec->x.p, NULL, rows, dec->x.p);
     *hidden = dec->x.p;
     return 0;
 }

@@ -37,6 +37,7 @@ typedef struct tsr_decoder {
     tsr_kv_cache cache;
     tsr_buffer x, h, qkv, attn, scratch;
     tsr_attention_job *jobs;
+    size_t *row0; /* first row of each sequence in the call */
     size_t jobs_cap;
 } tsr_decoder;
 

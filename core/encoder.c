@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/runtime.h"
 
 typedef struct encoder_work {
     float *h;       /* [rows][d]: normed input of a sublayer (pre-norm) or sublayer output */
@@ -17,12 +18,11 @@ typedef struct encoder_work {
     tsr_attention_job *jobs;
 } encoder_work;
 
-static void self_attention(const tessera_model *m, const tsr_self_attention *w,
-                           const tsr_packing *p, const float *in, float *residual_out,
-                           encoder_work *wk)
+/* Every layer attends over the same rows of the same buffers: the jobs are
+ * set up once. */
+static void prepare_jobs(const tessera_model *m, const tsr_packing *p, encoder_work *wk)
 {
     size_t d = m->d;
-    tsr_op_linear(m, &w->qkv, in, d, p->rows, TSR_ACT_NONE, NULL, 0, wk->qkv, 3 * d);
     for (size_t s = 0; s < p->n; s++) {
         const float *base = wk->qkv + p->row0[s] * 3 * d;
         wk->jobs[s] = (tsr_attention_job){
@@ -31,6 +31,14 @@ static void self_attention(const tessera_model *m, const tsr_self_attention *w,
             .n_q = p->len[s], .n_k = p->len[s], .causal = 0, .q_pos = 0,
         };
     }
+}
+
+static void self_attention(const tessera_model *m, const tsr_self_attention *w,
+                           const tsr_packing *p, const float *in, float *residual_out,
+                           encoder_work *wk)
+{
+    size_t d = m->d;
+    tsr_op_linear(m, &w->qkv, in, d, p->rows, TSR_ACT_NONE, NULL, 0, wk->qkv, 3 * d);
     tsr_op_attention(m, wk->jobs, p->n);
     /* residual_out += out_proj(attn) */
     tsr_op_linear(m, &w->out, wk->attn, d, p->rows, TSR_ACT_NONE, residual_out, d,
@@ -70,13 +78,20 @@ int tsr_encode(const tessera_model *m, const tessera_tokens *src, const tsr_pack
         rc = tsr_fail(err, err_len, "out of memory encoding %zu source tokens", rows);
         goto done;
     }
-    for (size_t s = 0; s < p->n; s++)
-        m->kernels->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
-                          memory + p->row0[s] * d, d);
-    for (int i = 0; i < m->cfg.n_encoder_layers; i++)
-        encoder_layer(m, &m->enc[i], p, memory, &wk);
-    if (m->enc_norm.gamma)
-        tsr_op_layernorm(m, &m->enc_norm, memory, NULL, rows, memory);
+    prepare_jobs(m, p, &wk);
+    /* One parallel region for the whole stack: the ops inside share out
+     * their work and meet at barriers, with no fork/join per op. */
+#pragma omp parallel num_threads(tsr_team_threads())
+    {
+#pragma omp for schedule(static)
+        for (long s = 0; s < (long)p->n; s++)
+            m->kernels->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
+                              memory + p->row0[s] * d, d);
+        for (int i = 0; i < m->cfg.n_encoder_layers; i++)
+            encoder_layer(m, &m->enc[i], p, memory, &wk);
+        if (m->enc_norm.gamma)
+            tsr_op_layernorm(m, &m->enc_norm, memory, NULL, rows, memory);
+    }
 done:
     tsr_free(wk.h);
     tsr_free(wk.qkv);

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/runtime.h"
 
 typedef struct greedy_state {
     int32_t *ids;     /* [n][limit] outputs */
@@ -48,6 +49,7 @@ static int run(const tessera_model *m, size_t n, const tessera_translate_options
         const float *hidden;
         if (tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len) != 0)
             return -1;
+#pragma omp parallel num_threads(tsr_team_threads())
         tsr_op_linear(m, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0, logits->p, V);
         size_t kept = 0;
         for (size_t i = 0; i < active; i++) {

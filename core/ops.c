@@ -2,41 +2,107 @@
 
 #include <math.h>
 
+#include "core/runtime.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+static size_t team_size(void) { return (size_t)omp_get_num_threads(); }
+static size_t thread_index(void) { return (size_t)omp_get_thread_num(); }
+#else
+static size_t team_size(void) { return 1; }
+static size_t thread_index(void) { return 0; }
+#endif
+
+/* Up to this many rows a linear layer is a decoding step: its cost is
+ * streaming the weights, so threads split the weight panels. */
+#define DECODE_ROWS 16
+
+/* [begin, end) of part i of n things cut into `parts` near-equal parts. */
+static size_t part_begin(size_t n, size_t parts, size_t i) { return n * i / parts; }
+
+static void linear_call(const tessera_model *m, const tsr_packed_linear *w, const float *x,
+                        size_t ldx, size_t rows, size_t n_begin, size_t n_end, tsr_activation act,
+                        const float *residual, size_t ldr, float *y, size_t ldy)
+{
+    tsr_linear_args a = {
+        .x = x, .ldx = ldx, .m = rows, .w = w, .n_begin = n_begin, .n_end = n_end, .act = act,
+        .residual = residual, .ldr = ldr, .y = y, .ldy = ldy,
+    };
+    m->kernels->linear(&a);
+}
+
 void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy)
 {
-    tsr_linear_args a = {
-        .x = x, .ldx = ldx, .m = rows, .w = w, .n_begin = 0, .n_end = w->n, .act = act,
-        .residual = residual, .ldr = ldr, .y = y, .ldy = ldy,
-    };
-    if (rows > 0)
-        m->kernels->linear(&a);
+    size_t T = team_size();
+    if (rows == 0)
+        return;
+    if (rows <= DECODE_ROWS || T == 1) {
+        size_t align = m->kernels->linear_n_align, units = (w->n + align - 1) / align;
+#pragma omp for schedule(static)
+        for (long t = 0; t < (long)T; t++) {
+            size_t u0 = part_begin(units, T, (size_t)t), u1 = part_begin(units, T, (size_t)t + 1);
+            size_t n_end = u1 * align < w->n ? u1 * align : w->n;
+            if (u0 < u1)
+                linear_call(m, w, x, ldx, rows, u0 * align, n_end, act, residual, ldr, y, ldy);
+        }
+    } else {
+#pragma omp for schedule(static)
+        for (long t = 0; t < (long)T; t++) {
+            size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
+            if (r0 < r1)
+                linear_call(m, w, x + r0 * ldx, ldx, r1 - r0, 0, w->n, act,
+                            residual ? residual + r0 * ldr : NULL, ldr, y + r0 * ldy, ldy);
+        }
+    }
 }
 
 size_t tsr_op_ffn_scratch_floats(const tessera_model *m)
 {
-    return m->kernels->ffn_block_rows * (size_t)m->cfg.d_ff;
+    size_t per_team = (size_t)tsr_team_threads() * m->kernels->ffn_block_rows;
+    return (per_team > DECODE_ROWS ? per_team : DECODE_ROWS) * (size_t)m->cfg.d_ff;
 }
 
 void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
                 const float *x, size_t rows, const float *residual, float *y, float *scratch)
 {
-    tsr_ffn_args a = {
-        .x = x, .ldx = m->d, .m = rows, .w1 = w1, .w2 = w2, .act = m->act,
-        .residual = residual, .ldr = m->d, .y = y, .ldy = m->d, .scratch = scratch,
-    };
-    if (rows > 0)
-        m->kernels->ffn(&a);
+    size_t T = team_size(), d = m->d, d_ff = (size_t)m->cfg.d_ff;
+    if (rows == 0)
+        return;
+    if (rows <= DECODE_ROWS && T > 1) {
+        /* Too few rows to share out: both layers split their weight panels,
+         * the intermediate shared in scratch. The FFN kernel is defined to
+         * equal these two calls bit for bit. */
+        tsr_op_linear(m, w1, x, d, rows, m->act, NULL, 0, scratch, d_ff);
+        tsr_op_linear(m, w2, scratch, d_ff, rows, TSR_ACT_NONE, residual, d, y, d);
+        return;
+    }
+#pragma omp for schedule(static)
+    for (long t = 0; t < (long)T; t++) {
+        size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
+        tsr_ffn_args a = {
+            .x = x + r0 * d, .ldx = d, .m = r1 - r0, .w1 = w1, .w2 = w2, .act = m->act,
+            .residual = residual ? residual + r0 * d : NULL, .ldr = d, .y = y + r0 * d, .ldy = d,
+            .scratch = scratch + thread_index() * m->kernels->ffn_block_rows * d_ff,
+        };
+        if (r0 < r1)
+            m->kernels->ffn(&a);
+    }
 }
 
 void tsr_op_layernorm(const tessera_model *m, const tsr_norm *norm, float *x, const float *delta,
                       size_t rows, float *out)
 {
-    size_t d = m->d;
-    if (rows > 0)
-        m->kernels->add_layernorm(x, d, delta, d, rows, d, norm->gamma, norm->beta,
-                                  m->cfg.layer_norm_eps, out, d);
+    size_t T = team_size(), d = m->d;
+#pragma omp for schedule(static)
+    for (long t = 0; t < (long)T; t++) {
+        size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
+        if (r0 < r1)
+            m->kernels->add_layernorm(x + r0 * d, d, delta ? delta + r0 * d : NULL, d, r1 - r0, d,
+                                      norm->gamma, norm->beta, m->cfg.layer_norm_eps,
+                                      out + r0 * d, d);
+    }
 }
 
 void tsr_op_attention(const tessera_model *m, const tsr_attention_job *jobs, size_t n_jobs)
@@ -44,7 +110,7 @@ void tsr_op_attention(const tessera_model *m, const tsr_attention_job *jobs, siz
     size_t H = m->n_heads, dh = m->d_head;
     float scale = 1.0f / sqrtf((float)dh);
     long total = (long)(n_jobs * H);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1)
     for (long t = 0; t < total; t++) {
         const tsr_attention_job *j = &jobs[(size_t)t / H];
         size_t off = ((size_t)t % H) * dh;

@@ -1,6 +1,10 @@
 /* The model's operations over whole row sets, on top of the kernel table.
- * This is the layer where work is split across threads; the model code above
- * it sees only matrices. */
+ * This is where work is split across threads: every function here is an
+ * OpenMP worksharing construct. All threads of the current team call it with
+ * the same arguments (and it ends with a barrier); called outside a parallel
+ * region it simply runs on the calling thread. Partitions never change
+ * results: each output element is computed by one kernel call whose
+ * reduction order depends only on the shapes. */
 #ifndef TSR_CORE_OPS_H
 #define TSR_CORE_OPS_H
 
@@ -8,15 +12,18 @@
 
 #include "core/model.h"
 
-/* y = residual + act(x W^T + b) over m rows (residual may be NULL or equal y). */
+/* y = residual + act(x W^T + b) over `rows` rows (residual may be NULL or
+ * equal y). Few rows (decoding) split the weight panels between threads;
+ * many rows split the rows. */
 void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy);
 
-/* y = residual + FFN(x) over m rows of d_model; scratch holds
- * tsr_op_ffn_scratch_floats() floats. */
+/* y = residual + FFN(x) over rows of d_model (ld d); scratch holds
+ * tsr_op_ffn_scratch_floats() floats, shared by the team. */
 void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
                 const float *x, size_t rows, const float *residual, float *y, float *scratch);
+/* Scratch for a team of up to tsr_team_threads() threads. */
 size_t tsr_op_ffn_scratch_floats(const tessera_model *m);
 
 /* if delta: x += delta; out = LN(x) for rows of d_model (contiguous, ld d). */
@@ -40,7 +47,7 @@ typedef struct tsr_attention_job {
     size_t q_pos;
 } tsr_attention_job;
 
-/* Runs every (job, head) pair. */
+/* Runs every (job, head) pair, spread over the team. */
 void tsr_op_attention(const tessera_model *m, const tsr_attention_job *jobs, size_t n_jobs);
 
 #endif

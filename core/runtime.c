@@ -1,5 +1,6 @@
 /* Process-wide choices: the kernel set and the thread count. */
 #include "core/errors.h"
+#include "core/runtime.h"
 #include "core/tessera.h"
 #include "simd/dispatch.h"
 #include "threads/threads.h"
@@ -36,3 +37,5 @@ int tessera_threads(void)
         thread_count = 1;
     return thread_count;
 }
+
+int tsr_team_threads(void) { return tessera_threads(); }

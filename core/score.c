@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/runtime.h"
 
 /* Rows of generator output held at once: bounds memory for long targets. */
 #define GENERATOR_ROWS 64
@@ -21,6 +22,7 @@ static void generator_logprobs(const tessera_model *m, const float *hidden, size
     size_t V = (size_t)m->cfg.tgt_vocab_size;
     for (size_t r0 = 0; r0 < rows; r0 += GENERATOR_ROWS) {
         size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
+#pragma omp parallel num_threads(tsr_team_threads())
         tsr_op_linear(m, &m->generator, hidden + r0 * m->d, m->d, count, TSR_ACT_NONE, NULL, 0,
                       logits, V);
         for (size_t j = 0; j < count; j++) {
