@@ -1,8 +1,8 @@
 /* End-to-end golden tests: the tessera command on models made with PyTorch's
  * nn.Transformer (tests/golden, see its README), under every kernel set this
  * build and CPU can run (the others are skipped by name). Scores must agree
- * with PyTorch's float64 reference; greedy ids must be identical; --batch
- * must not change a single byte of the output. */
+ * with PyTorch's float64 reference; greedy and beam-search ids must be
+ * identical; --batch must not change a single byte of the output. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -23,9 +23,13 @@ typedef struct golden_case {
     char isa[16];
     char model[32];
     char kind[16];   /* "score" or "translate" */
-    char suffix[16]; /* "" or ".tokens" */
+    char suffix[16]; /* "" or ".tokens"; ".beam" in beam_against_pytorch */
     int batch;
 } golden_case;
+
+/* The beam search of translate.beam.expected (see tests/golden/README.md). */
+static const char *const beam_flags[] = {"--beam", "4", "--n-best", "3", "--length-penalty", "0.6",
+                                         "--max-len", "15", NULL};
 
 static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
 
@@ -64,15 +68,16 @@ static void skip_unless_available(const char *isa)
         cr_skip_test("kernel set %s: %s", isa, why);
 }
 
+/* Runs `tessera KIND -m MODEL_DIR --batch N [--tokens] EXTRA...` under the kernel
+ * set isa; extra is a NULL-terminated list of further arguments, or NULL. */
 static test_run run_tessera(const char *isa, const char *kind, const char *model_dir,
-                            const char *input, int batch, int tokens, const char *extra1,
-                            const char *extra2)
+                            const char *input, int batch, int tokens, const char *const *extra)
 {
     char isa_env[64], batch_arg[16];
     snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", isa);
     snprintf(batch_arg, sizeof batch_arg, "%d", batch);
     char *env[] = {isa_env, NULL};
-    char *argv[12];
+    char *argv[24];
     size_t a = 0;
     argv[a++] = (char *)test_tessera_path();
     argv[a++] = (char *)kind;
@@ -82,10 +87,10 @@ static test_run run_tessera(const char *isa, const char *kind, const char *model
     argv[a++] = batch_arg;
     if (tokens)
         argv[a++] = "--tokens";
-    if (extra1)
-        argv[a++] = (char *)extra1;
-    if (extra2)
-        argv[a++] = (char *)extra2;
+    for (; extra && *extra; extra++) {
+        cr_assert(a + 1 < sizeof argv / sizeof argv[0], "too many arguments for tessera");
+        argv[a++] = (char *)*extra;
+    }
     argv[a] = NULL;
     return test_run_command(argv, input, env);
 }
@@ -153,8 +158,9 @@ ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
     char *input = read_fixture(c->model, in_name);
     char *expected = read_fixture(c->model, expected_name);
     int translate = strcmp(c->kind, "translate") == 0;
+    static const char *const greedy_flags[] = {"--max-len", "20", NULL};
     test_run r = run_tessera(c->isa, c->kind, model_dir, input, c->batch, c->suffix[0] != '\0',
-                             translate ? "--max-len" : NULL, translate ? "20" : NULL);
+                             translate ? greedy_flags : NULL);
     cr_assert_eq(r.exit_status, 0, "%s %s %s --batch %d failed: %s", c->isa, c->model, c->kind,
                  c->batch, r.err);
     cr_assert_str_empty(r.err, "%s %s: unexpected stderr: %s", c->isa, c->model, r.err);
@@ -194,15 +200,7 @@ ParameterizedTest(beam_case *c, golden, beam_batch_invariance, .timeout = 120)
     char *input = read_fixture(c->model, "translate.in");
     char *first = NULL;
     for (int batch = 1; batch <= 7; batch += 3) {
-        char isa_env[64];
-        snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", c->isa);
-        char batch_arg[16];
-        snprintf(batch_arg, sizeof batch_arg, "%d", batch);
-        char *env[] = {isa_env, NULL};
-        char *argv[] = {(char *)test_tessera_path(), "translate", "-m", model_dir, "--beam", "4",
-                        "--n-best", "3", "--length-penalty", "0.6", "--max-len", "15", "--batch",
-                        batch_arg, NULL};
-        test_run r = test_run_command(argv, input, env);
+        test_run r = run_tessera(c->isa, "translate", model_dir, input, batch, 0, beam_flags);
         cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model, batch,
                      r.err);
         if (!first) {
@@ -216,4 +214,109 @@ ParameterizedTest(beam_case *c, golden, beam_batch_invariance, .timeout = 120)
     }
     free(first);
     free(input);
+}
+
+/* Compares n-best lines (IDS<TAB>SCORE pairs, TAB separated) with PyTorch's:
+ * the same number of hypotheses, identical ids, and each score (a
+ * length-normalised log-prob) within the score tolerance. The fixtures hold
+ * no sentence where a decision of the search came within 1e-3 of a tie, so
+ * float32 rounding cannot change the ids. */
+static void compare_nbest(const golden_case *c, const char *got, const char *want)
+{
+    size_t line = 1;
+    double worst = 0;
+    while (*want) {
+        cr_assert(*got, "%s %s: output ends at line %zu", c->isa, c->model, line);
+        const char *want_end = strchr(want, '\n'), *got_end = strchr(got, '\n');
+        cr_assert(want_end && got_end, "%s %s: line %zu is not newline-terminated", c->isa,
+                  c->model, line);
+        for (size_t hyp = 1;; hyp++) {
+            const char *want_tab = memchr(want, '\t', (size_t)(want_end - want));
+            const char *got_tab = memchr(got, '\t', (size_t)(got_end - got));
+            cr_assert(want_tab, "%s: fixture line %zu has ids without a score", c->model, line);
+            cr_assert(got_tab, "%s %s line %zu: hypothesis %zu has no score: %.*s", c->isa,
+                      c->model, line, hyp, (int)(got_end - got), got);
+            int want_len = (int)(want_tab - want), got_len = (int)(got_tab - got);
+            cr_expect(want_len == got_len && memcmp(want, got, (size_t)want_len) == 0,
+                      "%s %s line %zu hypothesis %zu (--batch %d): ids '%.*s', PyTorch '%.*s'",
+                      c->isa, c->model, line, hyp, c->batch, got_len, got, want_len, want);
+            char *we, *ge;
+            double w = strtod(want_tab + 1, &we), g = strtod(got_tab + 1, &ge);
+            cr_assert(we != want_tab + 1 && we <= want_end, "%s: fixture line %zu: bad score",
+                      c->model, line);
+            cr_assert(ge != got_tab + 1 && ge <= got_end,
+                      "%s %s line %zu hypothesis %zu: bad score", c->isa, c->model, line, hyp);
+            double diff = g == w ? 0 : fabs(g - w);
+            if (diff > worst)
+                worst = diff;
+            cr_expect(diff <= ABS_TOL + REL_TOL * fabs(w),
+                      "%s %s line %zu hypothesis %zu (--batch %d): score %.9g, PyTorch %.9g "
+                      "(diff %.3g)", c->isa, c->model, line, hyp, c->batch, g, w, diff);
+            want = we;
+            got = ge;
+            if (want == want_end) {
+                cr_assert(got == got_end, "%s %s line %zu: more than the %zu hypotheses of PyTorch",
+                          c->isa, c->model, line, hyp);
+                break;
+            }
+            cr_assert(*want == '\t', "%s: fixture line %zu: junk after a score", c->model, line);
+            cr_assert(*got == '\t', "%s %s line %zu: %zu hypotheses where PyTorch has more, or "
+                      "junk after a score", c->isa, c->model, line, hyp);
+            want++;
+            got++;
+        }
+        want = want_end + 1;
+        got = got_end + 1;
+        line++;
+    }
+    cr_assert(*got == '\0', "%s %s: output has more lines than inputs", c->isa, c->model);
+    cr_log_info("%s %s beam: worst |diff| %.3g", c->isa, c->model, worst);
+}
+
+static size_t make_beam_cases(golden_case *out)
+{
+    static const int batches[] = {1, 8};
+    size_t n = 0;
+    for (size_t s = 0; s < tsr_kernel_set_count; s++)
+        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+            for (size_t b = 0; b < 2; b++, n++) {
+                if (!out)
+                    continue;
+                golden_case *c = &out[n];
+                memset(c, 0, sizeof *c);
+                snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(c->model, sizeof c->model, "%s", models[m]);
+                snprintf(c->kind, sizeof c->kind, "translate");
+                snprintf(c->suffix, sizeof c->suffix, ".beam");
+                c->batch = batches[b];
+            }
+    return n;
+}
+
+/* Beam search with n-best output against PyTorch's float64 search (beam_search
+ * in tools/tessera_torch.py); --batch 8 decodes sentences that finish at
+ * different steps together. */
+ParameterizedTestParameters(golden, beam_against_pytorch)
+{
+    size_t n = make_beam_cases(NULL);
+    golden_case *cases = cr_malloc(n * sizeof *cases);
+    make_beam_cases(cases);
+    return cr_make_param_array(golden_case, cases, n, free_params);
+}
+
+ParameterizedTest(golden_case *c, golden, beam_against_pytorch, .timeout = 120)
+{
+    skip_unless_available(c->isa);
+    char model_dir[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
+    char *input = read_fixture(c->model, "translate.beam.in");
+    char *expected = read_fixture(c->model, "translate.beam.expected");
+    test_run r = run_tessera(c->isa, "translate", model_dir, input, c->batch, 0, beam_flags);
+    cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model, c->batch,
+                 r.err);
+    cr_assert_str_empty(r.err, "%s %s: unexpected stderr: %s", c->isa, c->model, r.err);
+    compare_nbest(c, r.out, expected);
+    test_run_free(&r);
+    free(input);
+    free(expected);
 }

@@ -11,6 +11,7 @@ run a `.double()` copy. The float64 result is then the exact answer for the
 stored weights up to float64 rounding, and any difference is tessera's.
 """
 
+import collections
 import json
 import math
 import os
@@ -108,6 +109,42 @@ class ComputedPositionalEncoding(nn.Module):
     def forward(self, x):
         table = sinusoid_table(x.size(0), self.d_model).to(x.dtype)
         return x + table.unsqueeze(1)
+
+
+# A finished beam hypothesis. length counts the eos when the hypothesis ended
+# by one (by_eos), so a hypothesis cut at the length limit has length == limit.
+Hypothesis = collections.namedtuple("Hypothesis", "tokens score length rank by_eos")
+
+# What a beam search prints for the n-best entries it could not fill.
+MISSING_HYPOTHESIS = Hypothesis([], -math.inf, 0, -math.inf, False)
+
+
+def length_normalised(score, length, length_penalty):
+    """score / length^length_penalty, the beam ranking (plain score when A == 0 or length == 0)."""
+    if length_penalty == 0 or length == 0:
+        return score
+    return score / length ** length_penalty
+
+
+def _beam_step_margin(candidates, beam, walked, eos):
+    """Smallest gap between sorted candidate scores whose order decided a beam step.
+
+    candidates: (score, hypothesis, token) sorted best first, of which the
+    first `walked` were taken. The decisions: which candidates sort among the
+    first `beam` (so which eos candidates finish), and where the walk stopped.
+    """
+    scores = [c[0] for c in candidates]
+    gaps = []
+    if len(scores) > beam:
+        gaps.append(scores[beam - 1] - scores[beam])
+    if walked < len(scores):
+        gaps.append(scores[walked - 1] - scores[walked])
+    for position, (score, _, token) in enumerate(candidates):
+        if token == eos and position < beam and beam < len(scores):
+            gaps.append(score - scores[beam])
+        elif token == eos and position >= beam:
+            gaps.append(scores[beam - 1] - score)
+    return min(gaps, default=math.inf)
 
 
 def _causal_mask(size):
@@ -244,6 +281,93 @@ class Seq2SeqTransformer(nn.Module):
         """Greedy ids: argmax each step, stop at eos or after max_len tokens."""
         return self.greedy_with_margin(src_ids, max_len)[0]
 
+    def _next_logprobs(self, memory, prefixes):
+        """Log-softmax of the generator after each prefix, as a list of rows.
+
+        The prefixes of one beam step all have the same length, so they are
+        decoded as one batch, each from scratch (no cache to get wrong).
+        """
+        columns = torch.tensor(prefixes, dtype=torch.long).t()
+        tgt = self.positional_encoding(self.tgt_tok_emb(columns))
+        out = self.transformer.decoder(tgt, memory.expand(-1, columns.size(1), -1),
+                                       tgt_mask=_causal_mask(columns.size(0)))
+        return torch.log_softmax(self.generator(out[-1]), dim=-1).tolist()
+
+    @torch.no_grad()
+    def beam_search(self, src_ids, beam, max_len, length_penalty=0.0, n_best=1):
+        """(the n_best best Hypothesis, best first; margin), as `tessera translate --beam`.
+
+        Each step every (live hypothesis h, token v) is a candidate scored
+        h.score + log p(v); candidates are sorted by score (ties: h, then v)
+        and walked until `beam` new live hypotheses are collected. An eos
+        candidate finishes only if it sorts among the first `beam`. When the
+        live hypotheses reach the length limit they finish without eos.
+        Finished ones are ranked by score / length^length_penalty (stable).
+        The search stops when nothing is live, `beam` have finished, or
+        n_best have finished and the best live score over limit^A cannot beat
+        the n_best-th rank. Entries it could not fill are MISSING_HYPOTHESIS.
+
+        margin is the smallest gap met between two values whose order decides
+        the output: the beam-th and (beam+1)-th candidates, the last walked
+        candidate and the next, each eos candidate and the other side of the
+        beam boundary, the early-stop test, and neighbouring ranks among the
+        n_best + 1 best finished. Float rounding smaller than it cannot change
+        the ids printed.
+        """
+        cfg = self.config
+        eos, vocab = cfg["eos_id"], cfg["tgt_vocab_size"]
+        limit = min(max_len, cfg["max_positions"] - 1)
+        memory = self.encode(src_ids)
+        margin = math.inf
+        finished = []
+        if limit > 0:
+            live = [([], 0.0)]
+        else:
+            live = []
+            finished.append(Hypothesis([], 0.0, 0, 0.0, False))
+
+        def finish(tokens, score, length, by_eos):
+            rank = length_normalised(score, length, length_penalty)
+            finished.append(Hypothesis(tokens, score, length, rank, by_eos))
+            finished.sort(key=lambda f: -f.rank)
+
+        while live:
+            rows = self._next_logprobs(memory, [[cfg["bos_id"]] + tokens for tokens, _ in live])
+            candidates = sorted(((score + rows[h][v], h, v) for h, (_, score) in enumerate(live)
+                                 for v in range(vocab)), key=lambda c: (-c[0], c[1], c[2]))
+            new_live = []
+            walked = 0
+            for position, (score, h, v) in enumerate(candidates):
+                if len(new_live) == beam:
+                    break
+                walked = position + 1
+                tokens = live[h][0]
+                if v != eos:
+                    new_live.append((tokens + [v], score))
+                elif position < beam:
+                    finish(tokens, score, len(tokens) + 1, True)
+            margin = min(margin, _beam_step_margin(candidates, beam, walked, eos))
+
+            live = new_live
+            if live and len(live[0][0]) == limit:
+                for tokens, score in live:
+                    finish(tokens, score, limit, False)
+                live = []
+            if not live or len(finished) >= beam:
+                break
+            if len(finished) >= n_best:
+                bound = length_normalised(live[0][1], limit, length_penalty)
+                kth_rank = finished[n_best - 1].rank
+                margin = min(margin, abs(bound - kth_rank))
+                if bound <= kth_rank:
+                    break
+
+        ranks = [f.rank for f in finished[: n_best + 1]]
+        for better, worse in zip(ranks, ranks[1:]):
+            margin = min(margin, better - worse)
+        best = finished[:n_best]
+        return best + [MISSING_HYPOTHESIS] * (n_best - len(best)), margin
+
 
 @torch.no_grad()
 def perturb_for_testing(model, generator_scale=3.0, seed=None):
@@ -368,6 +492,11 @@ def load_model_dir(directory):
                                final_norms="transformer.encoder.norm.weight" in tensors)
     model.load_state_dict(tensors)
     return model
+
+
+def format_nbest(hypotheses):
+    """An n-best line as tessera prints it: IDS<TAB>SCORE pairs, TAB separated, best first."""
+    return "\t".join("%s\t%.9g" % (" ".join(str(t) for t in h.tokens), h.rank) for h in hypotheses)
 
 
 def format_logprobs(values):
