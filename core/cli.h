@@ -17,6 +17,8 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 typedef struct cli_options {
     const char *model_dir;
     int threads;
+    const char *numa; /* NULL: TESSERA_NUMA, else auto */
+    int smt;
     int batch;
     int tokens;
     tessera_translate_options translate;
@@ -34,8 +36,8 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
 int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
                       void (*usage)(FILE *));
 
-/* Applies --threads (0 = default) and prints an error on failure. */
-int cli_apply_threads(int threads);
+/* Applies --threads (0 = default), --numa and --smt; prints an error on failure. */
+int cli_apply_threads(int threads, const char *numa, int smt);
 
 /* The model (and its vocabularies with --tokens), loaded for a subcommand. */
 typedef struct cli_model {

@@ -244,7 +244,7 @@ int cli_bench(int argc, char **argv)
         }
         any |= (size_t)case_selected(o.cases, cases[i].name);
     }
-    if (cli_apply_threads(o.threads) != 0)
+    if (cli_apply_threads(o.threads, NULL, 0) != 0)
         return 1;
     if (base && bench_config("base", &o) != 0)
         return 1;

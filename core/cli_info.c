@@ -43,10 +43,14 @@ int cli_info(int argc, char **argv)
         return cli_error("%s", err);
     printf("kernel set chosen: %s%s\n", chosen,
            getenv("TESSERA_ISA") && *getenv("TESSERA_ISA") ? " (forced by TESSERA_ISA)" : "");
-    if (cli_apply_threads(0) != 0)
+    if (cli_apply_threads(0, NULL, 0) != 0)
         return 1;
     printf("threads: %d\n", tessera_threads());
     tsr_topology_describe(buf, sizeof buf);
     printf("topology: %s\n", buf);
+    char plan[4096];
+    if (tessera_describe_placement(plan, sizeof plan, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    printf("%s%s", plan, plan[0] && plan[strlen(plan) - 1] != '\n' ? "\n" : "");
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }

@@ -50,9 +50,12 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
     return 0;
 }
 
-int cli_apply_threads(int threads)
+int cli_apply_threads(int threads, const char *numa, int smt)
 {
     char err[512];
+    /* Placement first: the default thread count depends on --smt. */
+    if (tessera_set_placement(numa, smt, err, sizeof err) != 0)
+        return cli_error("--numa: %s", err);
     if (tessera_set_threads(threads, err, sizeof err) != 0)
         return cli_error("%s", err);
     return 0;
@@ -101,6 +104,8 @@ enum {
     OPT_TOKENS,
     OPT_LENGTH_PENALTY,
     OPT_N_BEST,
+    OPT_NUMA,
+    OPT_SMT,
 };
 
 static const struct option all_options[] = {
@@ -113,6 +118,8 @@ static const struct option all_options[] = {
     {"tokens", no_argument, NULL, OPT_TOKENS},
     {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
     {"n-best", required_argument, NULL, OPT_N_BEST},
+    {"numa", required_argument, NULL, OPT_NUMA},
+    {"smt", no_argument, NULL, OPT_SMT},
     {NULL, 0, NULL, 0},
 };
 
@@ -129,6 +136,8 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_LENGTH_PENALTY:
         return cli_parse_float("--length-penalty", arg, 0.0, 100.0, &t->length_penalty);
     case OPT_N_BEST: o->n_best_given = 1; return cli_parse_int("--n-best", arg, 1, 1024, &t->n_best);
+    case OPT_NUMA: o->numa = arg; return 0;
+    case OPT_SMT: o->smt = 1; return 0;
     default: return 1;
     }
 }
@@ -156,7 +165,8 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
         for (const struct option *p = all_options; p->name; p++)
             if (p->val == opt)
                 name = p->name;
-        if (opt != OPT_MODEL && !strstr(allowed, name))
+        if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_NUMA && opt != OPT_SMT &&
+            !strstr(allowed, name))
             return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
         if (apply_option(opt, optarg, o) != 0)
             return 1;
@@ -168,5 +178,5 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     if (o->translate.n_best > o->translate.beam)
         return cli_error("%s: --n-best %d is larger than --beam %d", cmd, o->translate.n_best,
                          o->translate.beam);
-    return cli_apply_threads(o->threads);
+    return cli_apply_threads(o->threads, o->numa, o->smt);
 }

@@ -20,7 +20,11 @@ static void usage(FILE *f)
             "  --batch N               score up to N pairs together (default 1; the output\n"
             "                          is identical whatever N)\n"
             "  --threads N             threads (default: TESSERA_NUM_THREADS, OMP_NUM_THREADS,\n"
-            "                          or the CPUs this process may use)\n"
+            "                          or one per core this process may use)\n"
+            "  --numa POLICY           weights on NUMA nodes: replicate (a copy per node),\n"
+            "                          interleave, local, off, or auto (the default, or\n"
+            "                          TESSERA_NUMA): chosen from the topology and model size\n"
+            "  --smt                   with the default thread count, use SMT siblings too\n"
             "  --tokens                sentences are tokens, mapped through vocab.src.txt /\n"
             "                          vocab.tgt.txt (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"
@@ -132,7 +136,7 @@ int cli_score(int argc, char **argv)
 {
     cli_options o;
     cli_model cm;
-    int rc = cli_parse_options(argc, argv, "score", "threads batch tokens", &o, usage);
+    int rc = cli_parse_options(argc, argv, "score", "batch tokens", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0)

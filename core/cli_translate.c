@@ -23,7 +23,11 @@ static void usage(FILE *f)
             "  --batch N               decode up to N sentences together (default 1; the\n"
             "                          output is identical whatever N)\n"
             "  --threads N             threads (default: TESSERA_NUM_THREADS, OMP_NUM_THREADS,\n"
-            "                          or the CPUs this process may use)\n"
+            "                          or one per core this process may use)\n"
+            "  --numa POLICY           weights on NUMA nodes: replicate (a copy per node),\n"
+            "                          interleave, local, off, or auto (the default, or\n"
+            "                          TESSERA_NUMA): chosen from the topology and model size\n"
+            "  --smt                   with the default thread count, use SMT siblings too\n"
             "  --tokens                input and output are tokens, mapped through the model's\n"
             "                          vocab.src.txt / vocab.tgt.txt (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"
@@ -119,7 +123,7 @@ int cli_translate(int argc, char **argv)
     cli_options o;
     cli_model cm;
     int rc = cli_parse_options(argc, argv, "translate",
-                               "beam max-len threads batch tokens length-penalty n-best", &o, usage);
+                               "beam max-len batch tokens length-penalty n-best", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0)

@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/runtime.h"
 
 typedef struct builder {
     tessera_model *m;
@@ -61,6 +62,17 @@ static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t
     return 0;
 }
 
+/* Panels are carved from the arena, each 64-byte aligned. */
+static float *arena_take(tessera_model *m, size_t floats)
+{
+    size_t rounded = (floats + 15) / 16 * 16;
+    if (rounded > m->arena_floats - m->arena_used)
+        return NULL;
+    float *p = m->arena + m->arena_used;
+    m->arena_used += rounded;
+    return p;
+}
+
 /* Packs rows [row0, row0 + n) of a staged [*][k] weight into a linear layer. */
 static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t k,
                      const float *bias, tsr_packed_linear *lin)
@@ -69,7 +81,7 @@ static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t
     lin->n = n;
     lin->k = k;
     lin->bias = bias;
-    lin->panels = model_alloc(b->m, kern->pack_floats(n, k));
+    lin->panels = arena_take(b->m, kern->pack_floats(n, k));
     if (!lin->panels)
         return out_of_memory(b, name);
     kern->pack_linear(b->staging + row0 * k, n, k, lin->panels);
@@ -240,6 +252,87 @@ static size_t largest_weight(const tessera_config *c)
     return big;
 }
 
+/* Floats arena_take hands out for one layer's panels. */
+static size_t panel_floats(const tsr_kernels *k, size_t n, size_t in)
+{
+    return (k->pack_floats(n, in) + 15) / 16 * 16;
+}
+
+/* Floats of every packed panel, as pack_rows will carve them. */
+static size_t arena_size(const tessera_config *c, const tsr_kernels *k)
+{
+    size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, v = (size_t)c->tgt_vocab_size;
+    size_t ffn = panel_floats(k, f, d) + panel_floats(k, d, f);
+    size_t self = panel_floats(k, 3 * d, d) + panel_floats(k, d, d);
+    size_t cross = panel_floats(k, d, d) + panel_floats(k, 2 * d, d) + panel_floats(k, d, d);
+    return (size_t)c->n_encoder_layers * (self + ffn) +
+           (size_t)c->n_decoder_layers * (self + cross + ffn) + panel_floats(k, v, d);
+}
+
+static void relocate_linear(tsr_packed_linear *w, const float *from, float *to)
+{
+    w->panels = to + (w->panels - from);
+}
+
+/* Points every packed layer at `to` instead of `from` (same layout). */
+static void relocate(tessera_model *m, const float *from, float *to)
+{
+    for (int i = 0; i < m->cfg.n_encoder_layers; i++) {
+        tsr_encoder_layer *l = &m->enc[i];
+        relocate_linear(&l->attn.qkv, from, to);
+        relocate_linear(&l->attn.out, from, to);
+        relocate_linear(&l->ff1, from, to);
+        relocate_linear(&l->ff2, from, to);
+    }
+    for (int i = 0; i < m->cfg.n_decoder_layers; i++) {
+        tsr_decoder_layer *l = &m->dec[i];
+        relocate_linear(&l->self_attn.qkv, from, to);
+        relocate_linear(&l->self_attn.out, from, to);
+        relocate_linear(&l->cross.q, from, to);
+        relocate_linear(&l->cross.kv, from, to);
+        relocate_linear(&l->cross.out, from, to);
+        relocate_linear(&l->ff1, from, to);
+        relocate_linear(&l->ff2, from, to);
+    }
+    relocate_linear(&m->generator, from, to);
+}
+
+/* Gives the packed weights the memory the placement plan asks for: as they
+ * are for one plain copy, else one copy per plan copy (on its node, or
+ * interleaved), the arena then released. */
+static int place_weights(tessera_model *m, char *err, size_t err_len)
+{
+    const tsr_topology *topo;
+    size_t bytes = m->arena_used * sizeof(float);
+    const tsr_placement *plan = tsr_runtime_placement(bytes, &topo, err, err_len);
+    if (!plan)
+        return -1;
+    int n = plan->n_copies;
+    m->replicas = calloc((size_t)n, sizeof *m->replicas);
+    if (!m->replicas)
+        return tsr_fail(err, err_len, "out of memory placing the weights");
+    if (n == 1 && plan->copies[0].kind == TSR_COPY_PLAIN) {
+        m->replicas[0] = m->arena;
+        m->n_replicas = 1;
+        return 0;
+    }
+    m->replica_blocks = calloc((size_t)n, sizeof *m->replica_blocks);
+    if (!m->replica_blocks)
+        return tsr_fail(err, err_len, "out of memory placing the weights");
+    for (int c = 0; c < n; c++) {
+        if (tsr_numa_alloc_copy(topo, plan, c, bytes, &m->replica_blocks[c], err, err_len) != 0)
+            return -1;
+        m->replicas[c] = m->replica_blocks[c].data;
+        memcpy(m->replicas[c], m->arena, bytes);
+        m->n_replicas = c + 1;
+    }
+    relocate(m, m->arena, m->replicas[0]);
+    tsr_free(m->arena);
+    m->arena = NULL;
+    m->weight_bytes += (size_t)(n - 1) * bytes;
+    return 0;
+}
+
 static tsr_activation activation_of(tessera_activation a)
 {
     switch (a) {
@@ -287,9 +380,14 @@ tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *ker
     m->d_head = m->d / m->n_heads;
     m->emb_scale = cfg->scale_embedding ? sqrtf((float)cfg->d_model) : 1.0f;
 
+    m->arena_floats = arena_size(cfg, kernels);
+    m->arena = tsr_alloc_floats(m->arena_floats);
+    m->weight_bytes += m->arena_floats * sizeof(float);
     builder b = {m, src, tsr_alloc_floats(largest_weight(cfg)), err, err_len};
-    int rc = b.staging ? build_all(&b) : out_of_memory(&b, "staging buffer");
+    int rc = b.staging && m->arena ? build_all(&b) : out_of_memory(&b, "packed weights");
     tsr_free(b.staging);
+    if (rc == 0)
+        rc = place_weights(m, err, err_len);
     if (rc != 0) {
         tessera_model_free(m);
         return NULL;
@@ -303,6 +401,12 @@ void tessera_model_free(tessera_model *m)
         return;
     for (size_t i = 0; i < m->n_blocks; i++)
         tsr_free(m->blocks[i]);
+    if (m->replica_blocks)
+        for (int c = 0; c < m->n_replicas; c++)
+            tsr_numa_free(&m->replica_blocks[c]);
+    free(m->replica_blocks);
+    free(m->replicas);
+    tsr_free(m->arena);
     free(m->blocks);
     free(m->enc);
     free(m->dec);

@@ -8,6 +8,7 @@
 
 #include "core/tessera.h"
 #include "simd/kernels.h"
+#include "threads/numa_memory.h"
 
 typedef struct tsr_norm {
     float *gamma; /* NULL when the norm is absent (optional final norms) */
@@ -55,11 +56,33 @@ struct tessera_model {
     tsr_norm enc_norm, dec_norm;
     tsr_packed_linear generator;
 
-    /* Every allocation above, released by tessera_model_free. */
+    /* Every packed panel lives in one arena, so that the placement plan can
+     * give each NUMA node a copy of its own: replicas[0] is where the
+     * panels pointers point, replicas[c] the same bytes on copy c's node. */
+    float *arena;
+    size_t arena_floats, arena_used;
+    float **replicas;
+    tsr_numa_block *replica_blocks; /* NULL when replicas[0] is the arena itself */
+    int n_replicas;
+
+    /* Every other allocation above, released by tessera_model_free. */
     void **blocks;
     size_t n_blocks, cap_blocks;
     size_t weight_bytes;
 };
+
+/* The panels thread `copy`'s weights: w itself for copy 0, else a copy of w
+ * in `local` pointing into replica `copy`. */
+static inline const tsr_packed_linear *tsr_model_replica(const tessera_model *m,
+                                                         const tsr_packed_linear *w, int copy,
+                                                         tsr_packed_linear *local)
+{
+    if (copy <= 0 || copy >= m->n_replicas)
+        return w;
+    *local = *w;
+    local->panels = m->replicas[copy] + (w->panels - m->replicas[0]);
+    return local;
+}
 
 /* Where the weights come from: a safetensors file or a random generator.
  * fetch fills dst with the `count` = product(shape) float32 values of tensor

@@ -24,9 +24,11 @@ static void linear_call(const tessera_model *m, const tsr_packed_linear *w, cons
                         size_t ldx, size_t rows, size_t n_begin, size_t n_end, tsr_activation act,
                         const float *residual, size_t ldr, float *y, size_t ldy)
 {
+    tsr_packed_linear local;
     tsr_linear_args a = {
-        .x = x, .ldx = ldx, .m = rows, .w = w, .n_begin = n_begin, .n_end = n_end, .act = act,
+        .x = x, .ldx = ldx, .m = rows, .n_begin = n_begin, .n_end = n_end, .act = act,
         .residual = residual, .ldr = ldr, .y = y, .ldy = ldy,
+        .w = tsr_model_replica(m, w, tsr_thread_copy((int)thread_index()), &local),
     };
     m->kernels->linear(&a);
 }
@@ -81,8 +83,12 @@ void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_p
 #pragma omp for schedule(static)
     for (long t = 0; t < (long)T; t++) {
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
+        tsr_packed_linear local1, local2;
+        int copy = tsr_thread_copy((int)thread_index());
         tsr_ffn_args a = {
-            .x = x + r0 * d, .ldx = d, .m = r1 - r0, .w1 = w1, .w2 = w2, .act = m->act,
+            .x = x + r0 * d, .ldx = d, .m = r1 - r0, .act = m->act,
+            .w1 = tsr_model_replica(m, w1, copy, &local1),
+            .w2 = tsr_model_replica(m, w2, copy, &local2),
             .residual = residual ? residual + r0 * d : NULL, .ldr = d, .y = y + r0 * d, .ldy = d,
             .scratch = scratch + thread_index() * m->kernels->ffn_block_rows * d_ff,
         };

@@ -70,10 +70,24 @@ size_t tessera_model_weight_bytes(const tessera_model *model);
 const char *tessera_kernel_set(char *err, size_t err_len);
 
 /* Threads used by later calls: n >= 1, or 0 for the default (TESSERA_NUM_THREADS,
- * then OMP_NUM_THREADS, then the cores this process may run on). Not
- * thread-safe: call it before starting work. */
+ * then OMP_NUM_THREADS, then one per core this process may run on). Not
+ * thread-safe: call it before loading models. */
 int tessera_set_threads(int n, char *err, size_t err_len);
 int tessera_threads(void);
+
+/* Where threads run and weights live, for the models loaded after the call.
+ * numa: "replicate" (a read-only copy of the packed weights on each NUMA node
+ * that runs threads, each thread reading its node's copy), "interleave",
+ * "local", "off", "auto" (chosen from the topology and the model size), or
+ * NULL for TESSERA_NUMA, else auto. use_smt: with the default thread count,
+ * one thread per hardware thread instead of one per core (call this before
+ * tessera_set_threads). Threads are bound one per core from inside the pool.
+ * Not thread-safe: call before loading models. */
+int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len);
+
+/* A few lines describing the plan: threads -> cores -> NUMA nodes, weight
+ * copies per node, the policy and why. */
+int tessera_describe_placement(char *buf, size_t len, char *err, size_t err_len);
 
 /* A sequence of token ids (borrowed). */
 typedef struct tessera_tokens {

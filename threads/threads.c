@@ -53,6 +53,6 @@ int tsr_threads_resolve(int requested, int *threads, char *err, size_t err_len)
         return -1;
     if (v == 0 && env_count("OMP_NUM_THREADS", &v, err, err_len) != 0)
         return -1;
-    *threads = v > 0 ? v : tsr_threads_allowed_cpus();
+    *threads = v;
     return 0;
 }

@@ -1,0 +1,86 @@
+/* Results do not depend on the thread count or the weight placement: the
+ * tessera command gives byte-identical output with 1, 2, 3, 4 and 7 threads,
+ * and with per-node weight copies on a (synthetic) two-node topology, for
+ * every kernel set this build and CPU can run. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simd/dispatch.h"
+#include "tests/testutil.h"
+
+#define MODEL "prenorm-gelu-f16"
+
+typedef struct thread_case {
+    char isa[16];
+    char kind[16]; /* score, translate, beam */
+} thread_case;
+
+static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
+
+ParameterizedTestParameters(threads, output_independent_of_threads)
+{
+    static const char *const kinds[] = {"score", "translate", "beam"};
+    size_t n = tsr_kernel_set_count * 3;
+    thread_case *cases = cr_malloc(n * sizeof *cases);
+    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+        for (size_t k = 0; k < 3; k++, i++) {
+            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+            snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
+        }
+    return cr_make_param_array(thread_case, cases, n, free_params);
+}
+
+/* Runs one case; `topology` (or NULL) goes to TESSERA_TOPOLOGY with --numa
+ * replicate. */
+static char *run(const thread_case *c, const char *input, int threads, const char *topology)
+{
+    char model_dir[1024], isa_env[64], topo_env[128], threads_arg[16];
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), MODEL);
+    snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", c->isa);
+    snprintf(topo_env, sizeof topo_env, "TESSERA_TOPOLOGY=%s", topology ? topology : "");
+    snprintf(threads_arg, sizeof threads_arg, "%d", threads);
+    char *env[] = {isa_env, topo_env, NULL};
+    int score = strcmp(c->kind, "score") == 0, beam = strcmp(c->kind, "beam") == 0;
+    char *argv[] = {(char *)test_tessera_path(), score ? "score" : "translate", "-m", model_dir,
+                    "--threads", threads_arg, "--batch", "5", "--numa",
+                    topology ? "replicate" : "auto", "--max-len", "20", beam ? "--beam" : NULL,
+                    "4", "--n-best", "2", NULL};
+    if (score)
+        argv[10] = NULL; /* no --max-len for score */
+    test_run r = test_run_command(argv, input, env);
+    cr_assert_eq(r.exit_status, 0, "%s %s --threads %d%s%s failed: %s", c->isa, c->kind, threads,
+                 topology ? " on " : "", topology ? topology : "", r.err);
+    cr_assert(strlen(r.out) > 0, "%s %s printed nothing", c->isa, c->kind);
+    free(r.err);
+    return r.out;
+}
+
+ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeout = 180)
+{
+    char why[256];
+    if (!tsr_kernels_lookup(c->isa, why, sizeof why))
+        cr_skip_test("kernel set %s: %s", c->isa, why);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/golden/%s/%s.in", test_srcdir(), MODEL,
+             strcmp(c->kind, "score") == 0 ? "score" : "translate");
+    char *input = test_read_file(path, NULL);
+    cr_assert(input, "cannot read %s", path);
+    char *one = run(c, input, 1, NULL);
+    static const int counts[] = {2, 3, 4, 7};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        char *other = run(c, input, counts[i], NULL);
+        cr_assert_str_eq(other, one, "%s %s: --threads %d differs from --threads 1", c->isa,
+                         c->kind, counts[i]);
+        free(other);
+    }
+    /* Two weight copies, threads 0-1 reading copy 0 and 2 reading copy 1. */
+    char *replicated = run(c, input, 3, "pack:2 numa:1 core:2 pu:1");
+    cr_assert_str_eq(replicated, one, "%s %s: per-node weight copies change the output", c->isa,
+                     c->kind);
+    free(replicated);
+    free(one);
+    free(input);
+}
