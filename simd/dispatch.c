@@ -21,27 +21,34 @@ typedef struct set_entry {
     int ready;
 } set_entry;
 
+/* Which sets configure built, and their initialisers. */
 #ifdef HAVE_KERNELS_AVX2
+#define AVX2_BUILT 1
 #define AVX2_INIT tsr_kernels_init_avx2
 #else
+#define AVX2_BUILT 0
 #define AVX2_INIT NULL
 #endif
 #ifdef HAVE_KERNELS_AVX512
+#define AVX512_BUILT 1
 #define AVX512_INIT tsr_kernels_init_avx512
 #else
+#define AVX512_BUILT 0
 #define AVX512_INIT NULL
 #endif
 #ifdef HAVE_KERNELS_NEON
+#define NEON_BUILT 1
 #define NEON_INIT tsr_kernels_init_neon
 #else
+#define NEON_BUILT 0
 #define NEON_INIT NULL
 #endif
 
 static set_entry sets[4] = {
     {1, tsr_kernels_init_scalar, {0}, 0},
-    {AVX2_INIT != NULL, AVX2_INIT, {0}, 0},
-    {AVX512_INIT != NULL, AVX512_INIT, {0}, 0},
-    {NEON_INIT != NULL, NEON_INIT, {0}, 0},
+    {AVX2_BUILT, AVX2_INIT, {0}, 0},
+    {AVX512_BUILT, AVX512_INIT, {0}, 0},
+    {NEON_BUILT, NEON_INIT, {0}, 0},
 };
 
 /* What the CPU lacks for set i, or NULL when it can run it. */
