@@ -1,0 +1,111 @@
+/*
+ * The portable GEMM frame for y = residual + act(x W^T + b), shared by every
+ * SIMD kernel set (BLIS style): packing, cache blocking, the decode path for
+ * few rows, edges and the FFN, all in plain C at the baseline flags. A kernel
+ * set contributes only a register-blocked microkernel and a vector epilogue,
+ * compiled with its own flags, and a config naming them (tsr_gemm_config_init).
+ *
+ * Packed weights: W [n][k] is cut into panels of NR output features; panel j
+ * holds, for p = 0..k-1, the NR values W[j*NR + c][p] (c = 0..NR-1)
+ * contiguously, zero-padded past n. A microkernel streams one panel with unit
+ * stride and never sees a partial panel; the k range of a cache block is a
+ * contiguous piece of it.
+ *
+ * Determinism: every output element is one FMA chain over p = 0..k-1 in
+ * ascending order, started from zero; cache blocking over k continues the
+ * chain (the microkernel loads the partial sums back into its accumulators)
+ * instead of adding partial sums, and every path (packed, decode, any tile
+ * height) runs the same chain, so the result depends on neither m, the
+ * column range, the blocking nor the thread count. The epilogue then adds the
+ * bias, applies the activation and adds the residual, element by element.
+ *
+ * Two paths (driver.c):
+ *   - m <= decode_rows: x is read in place and each weight panel is streamed
+ *     from memory exactly once: the row tiles (at most MR rows each) take
+ *     turns over decode_kc steps of k, so each piece of the panel is pulled
+ *     from memory by the first tile and read from L1 by the others. This path
+ *     is bound by memory bandwidth for a few rows, by the FMAs for more.
+ *   - more rows: BLIS loops. For each block of NC columns and MC rows, the MC
+ *     rows of x are packed (all of k) into MR-row panels that stay in L2; for
+ *     each weight panel, k is walked in KC steps so that a KC x NR piece of the
+ *     panel stays in L1/L2 while every MR-row tile of the block consumes it. The
+ *     block's MC x NR partial sums live in an aligned stack buffer, never in y
+ *     (y may be the residual), and the epilogue writes y from it while it is
+ *     hot. Edges need nothing special: packed rows past m and panel columns
+ *     past n are zeros, and the epilogue writes only the valid part.
+ *
+ * Memory and threads: the config is filled once and only read after, so all
+ * entry points are safe to call from several threads on disjoint outputs.
+ * The blocked path packs x into a buffer private to the calling thread,
+ * allocated on first need, grown when a call needs more, and freed when the
+ * thread exits; should that allocation fail, the call computes with x read
+ * in place instead (slower, same bits). Nothing else is allocated.
+ */
+#ifndef TSR_SIMD_GEMM_H
+#define TSR_SIMD_GEMM_H
+
+#include <stddef.h>
+
+#include "simd/kernels.h"
+
+/* One MR x NR tile: C[i][c] for i < m <= MR and all c < NR, where C is `c`
+ * with rows NR floats apart.
+ *   accumulate == 0:  C = sum_p A[i][p] * B[p][c], an FMA chain from zero
+ *   accumulate != 0:  the chain continues from the values in C
+ * over p = 0..k-1 ascending; k may be 0. A[i][p] is a[i * a_rs + p * a_cs]
+ * (packed A: a_rs = 1, a_cs = MR; rows of x read in place: a_rs = ldx,
+ * a_cs = 1). B is k rows of NR floats, contiguous. Rows of A and C at and
+ * past m are neither read nor written. When NR is a multiple of 8, B and C
+ * are 32-byte aligned (packed weights start 64-byte aligned). */
+typedef void (*tsr_gemm_ukernel_fn)(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                    const float *b, float *c, size_t m, int accumulate);
+
+/* y = act(c + bias) + residual over m rows and n columns. c is a finished
+ * block (rows ldc floats apart); bias (n floats) and residual
+ * are already offset to the block, either may be NULL; residual may equal y
+ * (each element is read before it is written). */
+typedef void (*tsr_gemm_epilogue_fn)(const float *c, size_t ldc, size_t m, size_t n,
+                                     const float *bias, tsr_activation act,
+                                     const float *residual, size_t ldr, float *y, size_t ldy);
+
+/* Packs rows [0, m) and k columns of x (rows ldx apart) into ceil(m / mr)
+ * panels of mr rows, [k][mr] each, rows past m zero-filled. The frame's
+ * portable tsr_gemm_pack_rows is the definition; a set may supply a faster
+ * one that writes the same floats. */
+typedef void (*tsr_gemm_pack_fn)(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
+                                 float *packed);
+
+typedef struct tsr_gemm_config {
+    size_t mr, nr;          /* microkernel tile */
+    size_t kc;              /* k per block: a KC x NR weight piece fills L1 */
+    size_t a_block_floats;  /* packed rows of x (MC x k) fill L2 */
+    size_t b_block_floats;  /* weight panels of one NC block (k x NC) in a share of L3 */
+    size_t decode_rows;     /* at most this many rows: the decode path */
+    size_t decode_kc;       /* k steps per turn of the row tiles on one panel (decode) */
+    size_t ffn_block_rows;  /* rows of the FFN intermediate per scratch block */
+    tsr_gemm_ukernel_fn ukernel;
+    tsr_gemm_epilogue_fn epilogue;
+    tsr_gemm_pack_fn pack_rows; /* tsr_gemm_pack_rows unless the set has its own */
+} tsr_gemm_config;
+
+/* Fills cfg for an mr x nr microkernel (mr * nr <= 1024) from the cache sizes
+ * the system reports, with fallbacks when it reports none; pack_rows is the
+ * portable packer, for the set to replace if it has a faster one. Call once,
+ * at table init. */
+void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_ukernel_fn ukernel,
+                          tsr_gemm_epilogue_fn epilogue);
+
+/* The frame's implementations of the table entries (simd/kernels.h). A set
+ * wraps each in a config-free function for its table, e.g.
+ *   static void linear(const tsr_linear_args *a) { tsr_gemm_linear(&config, a); }
+ * and sets linear_n_align = cfg->nr and ffn_block_rows = cfg->ffn_block_rows. */
+size_t tsr_gemm_pack_floats(const tsr_gemm_config *cfg, size_t n, size_t k);
+void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, size_t k,
+                          float *panels);
+void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
+void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a);
+
+/* The portable tsr_gemm_pack_fn. */
+void tsr_gemm_pack_rows(const float *x, size_t ldx, size_t m, size_t k, size_t mr, float *packed);
+
+#endif
