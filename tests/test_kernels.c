@@ -268,6 +268,10 @@ static const linear_shape linear_shapes[] = {
     {37, 67, 129, TSR_ACT_GELU, 0, 0}, {17, 300, 512, TSR_ACT_NONE, 1, 1},
     {100, 64, 256, TSR_ACT_RELU, 1, 1}, {1, 1000, 64, TSR_ACT_NONE, 1, 0},
     {33, 129, 3, TSR_ACT_SILU, 1, 1},
+    /* 7..16 rows with k well past one decode turn of the GEMM frame, and more
+     * than 16 rows with k past one cache block: both continue an FMA chain
+     * across pieces of k. */
+    {12, 40, 200, TSR_ACT_GELU, 1, 1}, {20, 40, 1100, TSR_ACT_RELU, 1, 1},
 };
 
 /* One linear layer's operands, laid out as a shape asks. */
