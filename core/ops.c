@@ -13,9 +13,11 @@ static size_t team_size(void) { return 1; }
 static size_t thread_index(void) { return 0; }
 #endif
 
-/* Up to this many rows a linear layer is a decoding step: its cost is
- * streaming the weights, so threads split the weight panels. */
-#define DECODE_ROWS 16
+/* Up to this many rows, threads split the weight panels of a linear layer
+ * (each thread streams only its share of the weights, once); above it they
+ * split the rows, each thread's weights then staying hot in its caches. A
+ * decoding step (one row per hypothesis) or a short sentence is far below. */
+#define SPLIT_COLUMNS_ROWS 256
 
 /* [begin, end) of part i of n things cut into `parts` near-equal parts. */
 static size_t part_begin(size_t n, size_t parts, size_t i) { return n * i / parts; }
@@ -37,11 +39,11 @@ void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const flo
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy)
 {
-    size_t T = team_size();
+    size_t T = team_size(), align = m->kernels->linear_n_align;
+    size_t units = (w->n + align - 1) / align;
     if (rows == 0)
         return;
-    if (rows <= DECODE_ROWS || T == 1) {
-        size_t align = m->kernels->linear_n_align, units = (w->n + align - 1) / align;
+    if ((rows <= SPLIT_COLUMNS_ROWS && units >= T) || T == 1) {
 #pragma omp for schedule(static)
         for (long t = 0; t < (long)T; t++) {
             size_t u0 = part_begin(units, T, (size_t)t), u1 = part_begin(units, T, (size_t)t + 1);
@@ -63,7 +65,7 @@ void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const flo
 size_t tsr_op_ffn_scratch_floats(const tessera_model *m)
 {
     size_t per_team = (size_t)tsr_team_threads() * m->kernels->ffn_block_rows;
-    return (per_team > DECODE_ROWS ? per_team : DECODE_ROWS) * (size_t)m->cfg.d_ff;
+    return (per_team > SPLIT_COLUMNS_ROWS ? per_team : SPLIT_COLUMNS_ROWS) * (size_t)m->cfg.d_ff;
 }
 
 void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
@@ -72,10 +74,10 @@ void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_p
     size_t T = team_size(), d = m->d, d_ff = (size_t)m->cfg.d_ff;
     if (rows == 0)
         return;
-    if (rows <= DECODE_ROWS && T > 1) {
-        /* Too few rows to share out: both layers split their weight panels,
-         * the intermediate shared in scratch. The FFN kernel is defined to
-         * equal these two calls bit for bit. */
+    if (rows <= SPLIT_COLUMNS_ROWS && T > 1) {
+        /* Both layers split their weight panels, the intermediate shared in
+         * scratch, so the weights are streamed once, not once per thread.
+         * The FFN kernel is defined to equal these two calls bit for bit. */
         tsr_op_linear(m, w1, x, d, rows, m->act, NULL, 0, scratch, d_ff);
         tsr_op_linear(m, w2, scratch, d_ff, rows, TSR_ACT_NONE, residual, d, y, d);
         return;

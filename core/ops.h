@@ -13,8 +13,8 @@
 #include "core/model.h"
 
 /* y = residual + act(x W^T + b) over `rows` rows (residual may be NULL or
- * equal y). Few rows (decoding) split the weight panels between threads;
- * many rows split the rows. */
+ * equal y). Up to a few hundred rows, threads split the weight panels; more
+ * rows are split by rows. */
 void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy);
