@@ -55,7 +55,7 @@ int cli_apply_threads(int threads, const char *numa, int smt)
     char err[512];
     /* Placement first: the default thread count depends on --smt. */
     if (tessera_set_placement(numa, smt, err, sizeof err) != 0)
-        return cli_error("--numa: %s", err);
+        return numa ? cli_error("--numa: %s", err) : cli_error("%s", err);
     if (tessera_set_threads(threads, err, sizeof err) != 0)
         return cli_error("%s", err);
     return 0;

@@ -101,32 +101,45 @@ int tessera_threads(void)
 
 int tsr_team_threads(void) { return tessera_threads(); }
 
-int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len)
-{
-    tsr_numa_policy policy = TSR_NUMA_AUTO;
-    if (numa && tsr_numa_policy_parse(numa, &policy, err, err_len) != 0)
-        return -1;
-    pthread_mutex_lock(&rt.lock);
-    if (numa) {
-        rt.numa = policy;
-        rt.numa_set = 1;
-    }
-    rt.use_smt = use_smt != 0;
-    forget_plan();
-    pthread_mutex_unlock(&rt.lock);
-    return 0;
-}
-
 /* TESSERA_NUMA when tessera_set_placement gave no policy. */
-static int numa_policy(tsr_numa_policy *policy, char *err, size_t err_len)
+static int numa_from_env(tsr_numa_policy *policy, char *err, size_t err_len)
 {
     const char *env = getenv("TESSERA_NUMA");
-    *policy = rt.numa;
-    if (rt.numa_set || !env || !*env)
+    *policy = TSR_NUMA_AUTO;
+    if (!env || !*env)
         return 0;
     if (tsr_numa_policy_parse(env, policy, err, err_len) != 0)
         return tsr_fail_prefix(err, err_len, "TESSERA_NUMA");
     return 0;
+}
+
+/* The policy tessera_set_placement chose, else TESSERA_NUMA's. */
+static int numa_policy(tsr_numa_policy *policy, char *err, size_t err_len)
+{
+    *policy = rt.numa;
+    return rt.numa_set ? 0 : numa_from_env(policy, err, err_len);
+}
+
+int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len)
+{
+    tsr_numa_policy policy;
+    if (numa ? tsr_numa_policy_parse(numa, &policy, err, err_len)
+             : numa_from_env(&policy, err, err_len))
+        return -1;
+    pthread_mutex_lock(&rt.lock);
+    rt.numa = policy;
+    rt.numa_set = 1;
+    rt.use_smt = use_smt != 0;
+    forget_plan();
+    /* Read the topology now, so that a bad TESSERA_TOPOLOGY is reported
+     * here rather than in the middle of loading a model. */
+    int rc = rt.topo ? 0 : load_topology(&rt.topo, err, err_len);
+    if (rc != 0 && !getenv("TESSERA_TOPOLOGY")) {
+        rt.topo = NULL; /* no hwloc view of this machine: plans are unbound */
+        rc = 0;
+    }
+    pthread_mutex_unlock(&rt.lock);
+    return rc;
 }
 
 /* The topology to place on: this machine's, or TESSERA_TOPOLOGY (an hwloc

@@ -82,6 +82,7 @@ int tessera_threads(void);
  * NULL for TESSERA_NUMA, else auto. use_smt: with the default thread count,
  * one thread per hardware thread instead of one per core (call this before
  * tessera_set_threads). Threads are bound one per core from inside the pool.
+ * Errors name TESSERA_NUMA or TESSERA_TOPOLOGY when those are malformed.
  * Not thread-safe: call before loading models. */
 int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len);
 

@@ -664,6 +664,23 @@ Test(cli, unknown_isa)
     test_run_free(&r);
 }
 
+Test(cli, bad_placement_settings)
+{
+    char *const numa_env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_NUMA=bogus", NULL};
+    test_run r = run_env("4 5\n", numa_env, "translate", "-m", dir, NULL);
+    expect_failure(&r, "TESSERA_NUMA", NULL, 0);
+    test_run_free(&r);
+
+    char *const topo_env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_TOPOLOGY=/nonexistent.xml", NULL};
+    r = run_env("4 5\n", topo_env, "score", "-m", dir, NULL);
+    expect_failure(&r, "TESSERA_TOPOLOGY", NULL, 0);
+    test_run_free(&r);
+
+    r = run("4 5\n", "translate", "-m", dir, "--numa", "sideways");
+    expect_failure(&r, "--numa", NULL, 0);
+    test_run_free(&r);
+}
+
 Test(cli, scalar_isa_is_always_available)
 {
     char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_ISA=scalar", NULL};
