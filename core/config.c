@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/json_kind.h"
 
 /* Far beyond any real Transformer, small enough that products of two sizes
  * cannot overflow on 64-bit targets (the 32-bit case is checked below). */
@@ -73,21 +74,6 @@ void tsr_config_defaults(tessera_config *cfg)
     cfg->unk_id = 0;
 }
 
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "an unknown JSON value";
-}
-
 static int *int_field(tessera_config *cfg, size_t offset)
 {
     return (int *)((char *)cfg + offset);
@@ -105,7 +91,7 @@ static int read_ints(const json_t *root, tessera_config *cfg, char *err, size_t 
         }
         if (!json_is_integer(v))
             return tsr_fail(err, err_len, "key '%s': expected an integer, got %s", k->name,
-                            json_kind(v));
+                            tsr_json_kind(v));
         json_int_t x = json_integer_value(v);
         if (x < INT_MIN || x > INT_MAX)
             return tsr_fail(err, err_len, "key '%s': %" JSON_INTEGER_FORMAT " is out of range",
@@ -123,7 +109,7 @@ static int read_bools(const json_t *root, tessera_config *cfg, char *err, size_t
             continue;
         if (!json_is_boolean(v))
             return tsr_fail(err, err_len, "key '%s': expected true or false, got %s",
-                            bool_keys[i].name, json_kind(v));
+                            bool_keys[i].name, tsr_json_kind(v));
         *int_field(cfg, bool_keys[i].offset) = json_is_true(v);
     }
     return 0;
@@ -135,7 +121,7 @@ static int read_activation(const json_t *root, tessera_config *cfg, char *err, s
     if (!v)
         return 0;
     if (!json_is_string(v))
-        return tsr_fail(err, err_len, "key 'activation': expected a string, got %s", json_kind(v));
+        return tsr_fail(err, err_len, "key 'activation': expected a string, got %s", tsr_json_kind(v));
     const char *name = json_string_value(v);
     for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++) {
         if (strcmp(name, activations[i].name) == 0) {
@@ -154,7 +140,7 @@ static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t e
         return 0;
     if (!json_is_number(v))
         return tsr_fail(err, err_len, "key 'layer_norm_eps': expected a number, got %s",
-                        json_kind(v));
+                        tsr_json_kind(v));
     double eps = json_number_value(v);
     /* Checked as a float too: 1e-60 is > 0 but would become 0. */
     float eps_f = (float)eps;
@@ -175,7 +161,7 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
                         jerr.line, jerr.column);
     int rc;
     if (!json_is_object(root))
-        rc = tsr_fail(err, err_len, "top level is %s, expected a JSON object", json_kind(root));
+        rc = tsr_fail(err, err_len, "top level is %s, expected a JSON object", tsr_json_kind(root));
     else if (read_ints(root, cfg, err, err_len) != 0 || read_bools(root, cfg, err, err_len) != 0 ||
              read_activation(root, cfg, err, err_len) != 0 ||
              read_eps(root, cfg, err, err_len) != 0)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/json_kind.h"
 
 /* The file opens with the header length as a little-endian u64. */
 #define HEADER_LEN_BYTES 8
@@ -55,21 +56,6 @@ static const dtype_desc *find_dtype(const char *name)
         if (strcmp(known_dtypes[i].name, name) == 0)
             return &known_dtypes[i];
     return NULL;
-}
-
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "an unknown JSON value";
 }
 
 static uint64_t read_le64(const unsigned char *p)
@@ -139,13 +125,13 @@ static int check_metadata(const json_t *meta, char *err, size_t err_len)
 {
     if (!json_is_object(meta))
         return tsr_fail(err, err_len, "'" METADATA_KEY "' is %s, expected an object",
-                        json_kind(meta));
+                        tsr_json_kind(meta));
     const char *key;
     const json_t *value;
     json_object_foreach ((json_t *)meta, key, value) {
         if (!json_is_string(value))
             return tsr_fail(err, err_len, "'" METADATA_KEY "': value of '%s' is %s, expected a string",
-                            key, json_kind(value));
+                            key, tsr_json_kind(value));
     }
     return 0;
 }
@@ -170,7 +156,7 @@ static int parse_dtype(const char *name, const json_t *entry, const dtype_desc *
         return tsr_fail(err, err_len, "tensor '%s': missing \"dtype\"", name);
     if (!json_is_string(dtype))
         return tsr_fail(err, err_len, "tensor '%s': \"dtype\" is %s, expected a string", name,
-                        json_kind(dtype));
+                        tsr_json_kind(dtype));
     *out = find_dtype(json_string_value(dtype));
     if (!*out) {
         tsr_fail(err, err_len, "tensor '%s': unknown dtype '%s'", name, json_string_value(dtype));
@@ -187,7 +173,7 @@ static int parse_shape(const char *name, const json_t *entry, tsr_tensor_info *t
         return tsr_fail(err, err_len, "tensor '%s': missing \"shape\"", name);
     if (!json_is_array(shape))
         return tsr_fail(err, err_len, "tensor '%s': \"shape\" is %s, expected an array", name,
-                        json_kind(shape));
+                        tsr_json_kind(shape));
     size_t ndim = json_array_size(shape);
     if (ndim > TSR_MAX_DIMS)
         return tsr_fail(err, err_len, "tensor '%s': shape has %zu dimensions (at most %d)", name,
@@ -202,7 +188,7 @@ static int parse_shape(const char *name, const json_t *entry, tsr_tensor_info *t
                             ", expected a non-negative integer", name, i, json_integer_value(dim));
         if (json_size(dim, &d) != 0)
             return tsr_fail(err, err_len, "tensor '%s': shape[%zu] is %s, expected a non-negative integer",
-                            name, i, json_kind(dim));
+                            name, i, tsr_json_kind(dim));
         t->shape[i] = (size_t)d;
         if (checked_mul(t->count, t->shape[i], &t->count) != 0)
             return tsr_fail(err, err_len, "tensor '%s': the product of the shape overflows", name);
@@ -237,7 +223,7 @@ static int parse_entry(const char *name, const json_t *entry, const unsigned cha
 {
     if (!json_is_object(entry))
         return tsr_fail(err, err_len, "tensor '%s': entry is %s, expected an object", name,
-                        json_kind(entry));
+                        tsr_json_kind(entry));
     const dtype_desc *dtype = NULL;
     if (parse_dtype(name, entry, &dtype, err, err_len) != 0 ||
         parse_shape(name, entry, t, err, err_len) != 0 ||
@@ -362,7 +348,7 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
                         jerr.text, jerr.line, jerr.column);
     int rc;
     if (!json_is_object(root))
-        rc = tsr_fail(err, err_len, "header is %s, expected a JSON object", json_kind(root));
+        rc = tsr_fail(err, err_len, "header is %s, expected a JSON object", tsr_json_kind(root));
     else
         rc = parse_header(st, root, bytes + HEADER_LEN_BYTES + header_len,
                           after - (size_t)header_len, err, err_len);
