@@ -76,6 +76,15 @@ typedef int (*cli_parse_fn)(void *ctx, const char *line, size_t len, size_t inde
 int cli_read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, size_t *count,
                    char *pending, size_t pending_len);
 
+/* Processes and prints the n lines parsed into the caller's batch; returns 0,
+ * or 1 after printing an error. */
+typedef int (*cli_process_fn)(void *ctx, size_t n);
+
+/* The loop of translate and score: batches of up to cap lines from stdin,
+ * each parsed then processed; a bad line ends the run after the lines before
+ * it are processed, with its message. Returns the exit status. */
+int cli_run_batches(size_t cap, cli_parse_fn parse, cli_process_fn process, void *ctx);
+
 /* A growable list of ids. */
 typedef struct cli_ids {
     int32_t *ids;

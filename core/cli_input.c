@@ -194,3 +194,20 @@ int cli_read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, siz
     }
     return 1;
 }
+
+int cli_run_batches(size_t cap, cli_parse_fn parse, cli_process_fn process, void *ctx)
+{
+    cli_reader reader = {.in = stdin};
+    char pending[1024];
+    int status = 0, more = 1;
+    size_t n;
+    while (status == 0 && more) {
+        more = cli_read_batch(&reader, cap, parse, ctx, &n, pending, sizeof pending);
+        if (n > 0)
+            status = process(ctx, n);
+        if (status == 0 && pending[0])
+            status = cli_error("%s", pending);
+    }
+    cli_reader_free(&reader);
+    return status;
+}

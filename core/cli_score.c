@@ -37,6 +37,7 @@ typedef struct batch {
     const cli_model *cm;
     cli_ids *src_ids, *tgt_ids;
     tessera_tokens *src, *tgt;
+    cli_line line;
 } batch;
 
 static int parse_pair(void *ctx, const char *line, size_t len, size_t index, char *err,
@@ -92,31 +93,26 @@ static int print_scores(float **scores, const tessera_tokens *tgt, size_t n, cli
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }
 
+static int score_batch(void *ctx, size_t n)
+{
+    batch *b = ctx;
+    float **scores;
+    char err[1024];
+    if (tessera_score(b->cm->model, b->src, b->tgt, n, (int)n, &scores, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    int status = print_scores(scores, b->tgt, n, &b->line);
+    tessera_scores_free(scores, n);
+    return status;
+}
+
 static int run(const cli_options *o, cli_model *cm)
 {
-    size_t cap = (size_t)o->batch, n;
+    size_t cap = (size_t)o->batch;
     batch b = {cm, calloc(cap, sizeof(cli_ids)), calloc(cap, sizeof(cli_ids)),
-               calloc(cap, sizeof(tessera_tokens)), calloc(cap, sizeof(tessera_tokens))};
-    cli_reader reader = {.in = stdin};
-    cli_line line = {0};
-    char pending[1024], err[1024];
-    int status = 0, more = 1;
-    if (!b.src_ids || !b.tgt_ids || !b.src || !b.tgt)
-        status = cli_error("out of memory");
-    while (status == 0 && more) {
-        more = cli_read_batch(&reader, cap, parse_pair, &b, &n, pending, sizeof pending);
-        if (n > 0) {
-            float **scores;
-            if (tessera_score(cm->model, b.src, b.tgt, n, (int)n, &scores, err, sizeof err) != 0)
-                status = cli_error("%s", err);
-            else {
-                status = print_scores(scores, b.tgt, n, &line);
-                tessera_scores_free(scores, n);
-            }
-        }
-        if (status == 0 && pending[0])
-            status = cli_error("%s", pending);
-    }
+               calloc(cap, sizeof(tessera_tokens)), calloc(cap, sizeof(tessera_tokens)), {0}};
+    int status = b.src_ids && b.tgt_ids && b.src && b.tgt
+                     ? cli_run_batches(cap, parse_pair, score_batch, &b)
+                     : cli_error("out of memory");
     for (size_t i = 0; i < cap; i++) {
         if (b.src_ids)
             free(b.src_ids[i].ids);
@@ -127,8 +123,7 @@ static int run(const cli_options *o, cli_model *cm)
     free(b.tgt_ids);
     free(b.src);
     free(b.tgt);
-    cli_reader_free(&reader);
-    cli_line_free(&line);
+    cli_line_free(&b.line);
     return status;
 }
 

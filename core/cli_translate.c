@@ -37,9 +37,11 @@ static void usage(FILE *f)
 }
 
 typedef struct batch {
+    const cli_options *o;
     const cli_model *cm;
     cli_ids *ids;
     tessera_tokens *src;
+    cli_line line;
 } batch;
 
 static int parse_source(void *ctx, const char *line, size_t len, size_t index, char *err,
@@ -83,38 +85,31 @@ static int print_results(const cli_options *o, const cli_model *cm, const tesser
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }
 
+static int translate_batch(void *ctx, size_t n)
+{
+    batch *b = ctx;
+    tessera_translate_options opts = b->o->translate;
+    tessera_hypothesis *h;
+    char err[1024];
+    opts.batch = (int)n;
+    if (tessera_translate(b->cm->model, b->src, n, &opts, &h, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    int status = print_results(b->o, b->cm, h, n, &b->line);
+    tessera_hypotheses_free(h, n * (size_t)opts.n_best);
+    return status;
+}
+
 static int run(const cli_options *o, cli_model *cm)
 {
-    size_t cap = (size_t)o->batch, n;
-    batch b = {cm, calloc(cap, sizeof(cli_ids)), calloc(cap, sizeof(tessera_tokens))};
-    cli_reader reader = {.in = stdin};
-    cli_line line = {0};
-    char pending[1024], err[1024];
-    int status = 0, more = 1;
-    tessera_translate_options opts = o->translate;
-    if (!b.ids || !b.src)
-        status = cli_error("out of memory");
-    while (status == 0 && more) {
-        more = cli_read_batch(&reader, cap, parse_source, &b, &n, pending, sizeof pending);
-        if (n > 0) {
-            tessera_hypothesis *h;
-            opts.batch = (int)n;
-            if (tessera_translate(cm->model, b.src, n, &opts, &h, err, sizeof err) != 0)
-                status = cli_error("%s", err);
-            else {
-                status = print_results(o, cm, h, n, &line);
-                tessera_hypotheses_free(h, n * (size_t)opts.n_best);
-            }
-        }
-        if (status == 0 && pending[0])
-            status = cli_error("%s", pending);
-    }
+    size_t cap = (size_t)o->batch;
+    batch b = {o, cm, calloc(cap, sizeof(cli_ids)), calloc(cap, sizeof(tessera_tokens)), {0}};
+    int status = b.ids && b.src ? cli_run_batches(cap, parse_source, translate_batch, &b)
+                                : cli_error("out of memory");
     for (size_t i = 0; b.ids && i < cap; i++)
         free(b.ids[i].ids);
     free(b.ids);
     free(b.src);
-    cli_reader_free(&reader);
-    cli_line_free(&line);
+    cli_line_free(&b.line);
     return status;
 }
 
