@@ -68,14 +68,6 @@ void cli_reader_free(cli_reader *r);
 typedef int (*cli_parse_fn)(void *ctx, const char *line, size_t len, size_t index, char *err,
                             size_t err_len);
 
-/* Reads and parses up to max lines. *count receives the lines parsed. A line
- * that fails stops the batch: pending receives "line N: message" (else it is
- * empty) so that the lines before it can still be processed and printed
- * before the error. Returns 1 when more input may follow, 0 at its end or
- * after an error. */
-int cli_read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, size_t *count,
-                   char *pending, size_t pending_len);
-
 /* Processes and prints the n lines parsed into the caller's batch; returns 0,
  * or 1 after printing an error. */
 typedef int (*cli_process_fn)(void *ctx, size_t n);

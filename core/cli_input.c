@@ -167,8 +167,13 @@ void cli_line_free(cli_line *l)
     memset(l, 0, sizeof *l);
 }
 
-int cli_read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, size_t *count,
-                   char *pending, size_t pending_len)
+/* Reads and parses up to max lines. *count receives the lines parsed. A line
+ * that fails stops the batch: pending receives "line N: message" (else it is
+ * empty) so that the lines before it can still be processed and printed
+ * before the error. Returns 1 when more input may follow, 0 at its end or
+ * after an error. */
+static int read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, size_t *count,
+                      char *pending, size_t pending_len)
 {
     char *line, msg[768];
     size_t len;
@@ -202,7 +207,7 @@ int cli_run_batches(size_t cap, cli_parse_fn parse, cli_process_fn process, void
     int status = 0, more = 1;
     size_t n;
     while (status == 0 && more) {
-        more = cli_read_batch(&reader, cap, parse, ctx, &n, pending, sizeof pending);
+        more = read_batch(&reader, cap, parse, ctx, &n, pending, sizeof pending);
         if (n > 0)
             status = process(ctx, n);
         if (status == 0 && pending[0])
