@@ -51,18 +51,6 @@ void cli_model_close(cli_model *cm);
 
 /* ---- Input lines -------------------------------------------------------- */
 
-typedef struct cli_reader {
-    FILE *in;
-    size_t line_no;
-    char *buf;
-    size_t cap;
-} cli_reader;
-
-/* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
- * the line in *line and *len, 0 at end of input, -1 on a read error (reported). */
-int cli_read_line(cli_reader *r, char **line, size_t *len);
-void cli_reader_free(cli_reader *r);
-
 /* Parses one input line into slot `index` of the caller's batch; on error
  * returns -1 with a message (without the line number) in err. */
 typedef int (*cli_parse_fn)(void *ctx, const char *line, size_t len, size_t index, char *err,

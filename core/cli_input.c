@@ -7,7 +7,17 @@
 #include "core/cli.h"
 #include "core/errors.h"
 
-int cli_read_line(cli_reader *r, char **line, size_t *len)
+/* Standard input, a line at a time. */
+typedef struct cli_reader {
+    FILE *in;
+    size_t line_no;
+    char *buf;
+    size_t cap;
+} cli_reader;
+
+/* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
+ * the line in *line and *len, 0 at end of input, -1 on a read error (reported). */
+static int read_line(cli_reader *r, char **line, size_t *len)
 {
     ssize_t n = getline(&r->buf, &r->cap, r->in);
     if (n < 0) {
@@ -26,7 +36,7 @@ int cli_read_line(cli_reader *r, char **line, size_t *len)
     return 1;
 }
 
-void cli_reader_free(cli_reader *r)
+static void reader_free(cli_reader *r)
 {
     free(r->buf);
     r->buf = NULL;
@@ -180,7 +190,7 @@ static int read_batch(cli_reader *r, size_t max, cli_parse_fn parse, void *ctx, 
     *count = 0;
     pending[0] = '\0';
     while (*count < max) {
-        int rc = cli_read_line(r, &line, &len);
+        int rc = read_line(r, &line, &len);
         if (rc == 0)
             return 0;
         if (rc < 0) {
@@ -213,6 +223,6 @@ int cli_run_batches(size_t cap, cli_parse_fn parse, cli_process_fn process, void
         if (status == 0 && pending[0])
             status = cli_error("%s", pending);
     }
-    cli_reader_free(&reader);
+    reader_free(&reader);
     return status;
 }

@@ -2,7 +2,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 void *tsr_alloc(size_t n, size_t size)
 {
@@ -17,14 +16,6 @@ void *tsr_alloc(size_t n, size_t size)
     void *p = NULL;
     if (posix_memalign(&p, TSR_ALIGN, bytes) != 0)
         return NULL;
-    return p;
-}
-
-void *tsr_alloc_zero(size_t n, size_t size)
-{
-    void *p = tsr_alloc(n, size);
-    if (p)
-        memset(p, 0, n * size);
     return p;
 }
 

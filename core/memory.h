@@ -9,8 +9,6 @@
 /* 64-byte aligned, uninitialised; NULL on failure or overflow of n * size.
  * Release with tsr_free. */
 void *tsr_alloc(size_t n, size_t size);
-/* The same, zero-filled. */
-void *tsr_alloc_zero(size_t n, size_t size);
 void tsr_free(void *p);
 
 /* n floats, 64-byte aligned; NULL on failure. */

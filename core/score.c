@@ -99,9 +99,14 @@ int tessera_score(const tessera_model *m, const tessera_tokens *src, const tesse
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", batch);
     if (tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "source", 1, 0,
                          err, err_len) != 0 ||
-        tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions - 1, "target", 1, 1,
+        tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions, "target", 1, 1,
                          err, err_len) != 0)
         return -1;
+    for (size_t i = 0; i < n; i++)
+        if (tgt[i].len + 1 > (size_t)m->cfg.max_positions)
+            return tsr_fail(err, err_len,
+                            "target %zu: %zu tokens: BOS + target is longer than max_positions (%d)",
+                            i + 1, tgt[i].len, m->cfg.max_positions);
     float **scores = calloc(n + 1, sizeof *scores);
     if (!scores)
         return tsr_fail(err, err_len, "out of memory");
