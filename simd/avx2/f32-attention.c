@@ -31,8 +31,9 @@
  *
  * The transposition is shared by the query block's 8 tiles, so it costs a
  * few percent; a tile's scores go to softmax and values while they are in
- * L1. A decode step (one query row) runs one-row versions of the loops (8
- * accumulators each: KEY_BLOCK / 8 vectors of scores, 64 dims of output).
+ * L1. A decode step (one query row) runs one-row versions of the loops (up
+ * to 8 accumulators: the vectors of scores its keys need, 64 dims of
+ * output), and transposes only the 16-key chunks it reads.
  * Row and dimension tails use masked loads and stores, never scalar loops.
  *
  * Determinism: every number a row computes depends only on that row's own
@@ -122,12 +123,14 @@ static inline void transpose_full_tile(const float *src, size_t ldk, float *kt)
 }
 
 /* kt[c][j] = k[j][c] for keys j < nb and dims c < dc, rows of KEY_BLOCK
- * floats; key columns nb .. KEY_BLOCK-1 are zero (the kernels read whole
- * vectors of keys). Partial 8 x 8 tiles load with masks. */
+ * floats; key columns from nb to the next multiple of 16 are zero (the
+ * kernels read whole 16-key chunks up to there, never further). Partial
+ * 8 x 8 tiles load with masks. */
 static __attribute__((noinline)) void transpose_keys(const float *k, size_t ldk, size_t nb,
                                                      size_t dc, float *kt)
 {
-    for (size_t j8 = 0; j8 < KEY_BLOCK; j8 += 8) {
+    const size_t chunked = (nb + 15) / 16 * 16;
+    for (size_t j8 = 0; j8 < chunked; j8 += 8) {
         if (j8 >= nb) {
             for (size_t c = 0; c < dc; c++)
                 _mm256_store_ps(kt + c * KEY_BLOCK + j8, _mm256_setzero_ps());
@@ -190,26 +193,45 @@ static __attribute__((noinline)) void scores_6x16(size_t dc, const float *qp, co
     }
 }
 
-/* One row against the whole block: s[0..KEY_BLOCK) (+)= sum_c q[c] kt[c][..],
- * q[c] at q + c * TILE_ROWS (one column of a packed tile), times scale.
- * KEY_BLOCK / 8 accumulators. */
-static __attribute__((noinline)) void scores_1xblock(size_t dc, const float *q, const float *kt,
-                                                     float *s, int accumulate, float scale)
+/* One row against the block's first 8 * nv keys: s[0..8 nv) (+)= sum_c q[c]
+ * kt[c][..], q[c] at q + c * TILE_ROWS (one column of a packed tile), times
+ * scale. nv accumulators, nv a constant in each copy (see scores_1xkeys). */
+static inline __attribute__((always_inline)) void
+scores_1xvectors(size_t dc, const float *q, const float *kt, float *s, int accumulate,
+                 float scale, const size_t nv)
 {
     const __m256 sc = _mm256_set1_ps(scale);
     __m256 acc[KEY_BLOCK / 8];
 #pragma GCC unroll 8
-    for (size_t v = 0; v < KEY_BLOCK / 8; v++)
+    for (size_t v = 0; v < nv; v++)
         acc[v] = accumulate ? _mm256_loadu_ps(s + 8 * v) : _mm256_setzero_ps();
     for (size_t c = 0; c < dc; c++) {
         const __m256 a = _mm256_broadcast_ss(q + c * TILE_ROWS);
 #pragma GCC unroll 8
-        for (size_t v = 0; v < KEY_BLOCK / 8; v++)
+        for (size_t v = 0; v < nv; v++)
             acc[v] = _mm256_fmadd_ps(a, _mm256_load_ps(kt + c * KEY_BLOCK + 8 * v), acc[v]);
     }
 #pragma GCC unroll 8
-    for (size_t v = 0; v < KEY_BLOCK / 8; v++)
+    for (size_t v = 0; v < nv; v++)
         _mm256_storeu_ps(s + 8 * v, _mm256_mul_ps(acc[v], sc));
+}
+
+/* The scores of one row's first e keys (and of the rest of their last
+ * vector): a decoding step sees few keys, so only the vectors it needs. */
+static __attribute__((noinline)) void scores_1xkeys(size_t dc, const float *q, const float *kt,
+                                                    float *s, int accumulate, float scale,
+                                                    size_t e)
+{
+    switch ((e + 7) / 8) {
+    case 1: scores_1xvectors(dc, q, kt, s, accumulate, scale, 1); break;
+    case 2: scores_1xvectors(dc, q, kt, s, accumulate, scale, 2); break;
+    case 3: scores_1xvectors(dc, q, kt, s, accumulate, scale, 3); break;
+    case 4: scores_1xvectors(dc, q, kt, s, accumulate, scale, 4); break;
+    case 5: scores_1xvectors(dc, q, kt, s, accumulate, scale, 5); break;
+    case 6: scores_1xvectors(dc, q, kt, s, accumulate, scale, 6); break;
+    case 7: scores_1xvectors(dc, q, kt, s, accumulate, scale, 7); break;
+    default: scores_1xvectors(dc, q, kt, s, accumulate, scale, KEY_BLOCK / 8); break;
+    }
 }
 
 /* ---- Softmax of one row's block --------------------------------------------- */
@@ -452,7 +474,9 @@ static void pack_queries(query_block *b, size_t c0)
 {
     const tsr_attention_args *a = b->a;
     const size_t dc = min_size(QP_DIMS, a->d - c0);
-    const size_t padded = (b->rows + TILE_ROWS - 1) / TILE_ROWS * TILE_ROWS;
+    /* A lone row only ever runs the one-row kernels, which read its own
+     * column: no padding rows to zero (most of a decoding step's packing). */
+    const size_t padded = b->rows == 1 ? 1 : (b->rows + TILE_ROWS - 1) / TILE_ROWS * TILE_ROWS;
     for (size_t r = 0; r < padded; r++) {
         float *dst = &b->qp[r / TILE_ROWS][0][r % TILE_ROWS];
         if (r < b->rows) {
@@ -495,7 +519,8 @@ static void tile_scores(query_block *b, const tile *t, size_t c0, size_t dc, flo
     const int accumulate = c0 > 0;
     const float *qp = &b->qp[t->t0 / TILE_ROWS][c0 - b->packed_c0][0];
     if (t->hi - t->lo == 1) {
-        scores_1xblock(dc, qp + (t->lo - t->t0), &b->kt[0][0], b->scores[t->lo], accumulate, scale);
+        scores_1xkeys(dc, qp + (t->lo - t->t0), &b->kt[0][0], b->scores[t->lo], accumulate, scale,
+                      t->e[t->lo - t->t0]);
         return;
     }
     size_t e_max = t->e[t->hi - 1 - t->t0]; /* rows are in position order */
