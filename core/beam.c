@@ -59,7 +59,11 @@ typedef struct search {
     size_t N, limit, V, n;
     sentence *sent;
     hyp *live_pool;
-    candidate *cands; /* 2N per hypothesis row, then merged */
+    candidate *tops;  /* [rows][2N]: each hypothesis row's best pairs, sorted */
+    size_t *n_top;    /* [rows]: how many */
+    size_t *row_hyp;  /* [rows]: the row's hypothesis within its sentence */
+    double *row_score; /* [rows]: that hypothesis's score */
+    candidate *cands; /* [N * 2N]: a sentence's rows' pairs, merged */
     hyp *next_hyps;   /* [N]: a sentence's hypotheses being selected */
     size_t *parent_slot;
     tsr_decode_seq *seqs;
@@ -199,15 +203,17 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
     return rc;
 }
 
-/* One sentence's selection after a step; `rows` are its live hypotheses'
- * log-probability rows. */
-static int select_sentence(search *b, size_t si, const float *rows)
+/* One sentence's selection after a step; its live hypotheses' best pairs are
+ * in the rows from row0 on (step()). */
+static int select_sentence(search *b, size_t si, size_t row0)
 {
     sentence *s = &b->sent[si];
     size_t N = b->N, keep = 2 * N, n_c = 0;
     candidate *c = b->cands;
-    for (size_t h = 0; h < s->n_live; h++)
-        n_c += top_of_row(rows + h * b->V, b->V, h, s->live[h].score, keep, c + n_c);
+    for (size_t h = 0; h < s->n_live; h++) {
+        memcpy(c + n_c, b->tops + (row0 + h) * keep, b->n_top[row0 + h] * sizeof *c);
+        n_c += b->n_top[row0 + h];
+    }
     sort_candidates(c, n_c);
 
     hyp *next = b->next_hyps;
@@ -257,6 +263,8 @@ static int step(search *b, char *err, size_t err_len)
         if (s->done)
             continue;
         for (size_t h = 0; h < s->n_live; h++) {
+            b->row_hyp[rows] = h;
+            b->row_score[rows] = s->live[h].score;
             b->seqs[rows] = (tsr_decode_seq){.slot = s->live[h].slot, .sentence = si, .n_new = 1};
             b->next[rows++] = s->live[h].len ? s->live[h].tokens[s->live[h].len - 1]
                                              : b->m->cfg.bos_id;
@@ -268,17 +276,28 @@ static int step(search *b, char *err, size_t err_len)
     const tessera_model *m = b->m;
     if (tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len) != 0)
         return -1;
+    /* The generator, then each row's log-softmax and best pairs, split over
+     * the team by rows. */
 #pragma omp parallel num_threads(tsr_team_threads())
-    tsr_op_linear(m, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p, b->V);
-    for (size_t r = 0; r < rows; r++)
-        m->kernels->log_softmax(b->logits.p + r * b->V, b->V, b->logits.p + r * b->V);
+    {
+        tsr_op_linear(m, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p,
+                      b->V);
+#pragma omp for schedule(static)
+        for (long lr = 0; lr < (long)rows; lr++) {
+            size_t r = (size_t)lr, keep = 2 * b->N;
+            float *lp = b->logits.p + r * b->V;
+            m->kernels->log_softmax(lp, b->V, lp);
+            b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
+                                     b->tops + r * keep);
+        }
+    }
     size_t row = 0;
     for (size_t si = 0; si < b->n; si++) {
         sentence *s = &b->sent[si];
         if (s->done)
             continue;
         size_t n_live = s->n_live;
-        if (select_sentence(b, si, b->logits.p + row * b->V) != 0)
+        if (select_sentence(b, si, row) != 0)
             return tsr_fail(err, err_len, "out of memory in beam search");
         row += n_live;
     }
@@ -312,11 +331,16 @@ static int init(search *b, char *err, size_t err_len)
     b->sent = calloc(n, sizeof *b->sent);
     b->live_pool = calloc(n * N, sizeof *b->live_pool);
     b->cands = malloc(N * 2 * N * sizeof *b->cands);
+    b->tops = malloc(n * N * 2 * N * sizeof *b->tops);
+    b->n_top = malloc(n * N * sizeof *b->n_top);
+    b->row_hyp = malloc(n * N * sizeof *b->row_hyp);
+    b->row_score = malloc(n * N * sizeof *b->row_score);
     b->seqs = malloc(n * N * sizeof *b->seqs);
     b->next = malloc(n * N * sizeof *b->next);
     b->next_hyps = malloc(N * sizeof *b->next_hyps);
     b->parent_slot = malloc(N * sizeof *b->parent_slot);
-    if (!b->sent || !b->live_pool || !b->cands || !b->seqs || !b->next || !b->next_hyps ||
+    if (!b->sent || !b->live_pool || !b->cands || !b->tops || !b->n_top || !b->row_hyp ||
+        !b->row_score || !b->seqs || !b->next || !b->next_hyps ||
         !b->parent_slot ||
         tsr_buffer_reserve(&b->logits, n * N * b->V) != 0)
         return tsr_fail(err, err_len, "out of memory for beam search");
@@ -349,6 +373,10 @@ static void release(search *b)
     free(b->sent);
     free(b->live_pool);
     free(b->cands);
+    free(b->tops);
+    free(b->n_top);
+    free(b->row_hyp);
+    free(b->row_score);
     free(b->seqs);
     free(b->next);
     free(b->next_hyps);

@@ -16,6 +16,7 @@ typedef struct greedy_state {
     double *logprob;  /* [n] */
     tsr_decode_seq *seqs;
     int32_t *next;    /* the token each active sentence feeds next */
+    float *step_logprob; /* [n]: log-probability of each active row's argmax */
 } greedy_state;
 
 static void finish(const tessera_translate_options *o, const greedy_state *g, size_t s,
@@ -49,14 +50,25 @@ static int run(const tessera_model *m, size_t n, const tessera_translate_options
         const float *hidden;
         if (tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len) != 0)
             return -1;
+        /* The generator, then each row's argmax and log-sum-exp, split over
+         * the team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(tsr_team_threads())
-        tsr_op_linear(m, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0, logits->p, V);
+        {
+            tsr_op_linear(m, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0,
+                          logits->p, V);
+#pragma omp for schedule(static)
+            for (long li = 0; li < (long)active; li++) {
+                const float *row = logits->p + (size_t)li * V;
+                int32_t tok = (int32_t)k->argmax(row, V);
+                g->next[li] = tok;
+                g->step_logprob[li] = row[tok] - k->logsumexp(row, V);
+            }
+        }
         size_t kept = 0;
         for (size_t i = 0; i < active; i++) {
-            const float *row = logits->p + i * V;
             size_t s = g->seqs[i].sentence;
-            int32_t tok = (int32_t)k->argmax(row, V);
-            g->logprob[s] += (double)(row[tok] - k->logsumexp(row, V));
+            int32_t tok = g->next[i];
+            g->logprob[s] += (double)g->step_logprob[i];
             if (tok == m->cfg.eos_id) {
                 finish(o, g, s, 1, out);
                 continue;
@@ -94,9 +106,10 @@ int tsr_greedy(const tessera_model *m, const tessera_tokens *src, size_t n,
         .logprob = calloc(n, sizeof(double)),
         .seqs = malloc(n * sizeof(tsr_decode_seq)),
         .next = malloc(n * sizeof(int32_t)),
+        .step_logprob = malloc(n * sizeof(float)),
     };
     int rc = -1;
-    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next) {
+    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob) {
         tsr_fail(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
@@ -114,5 +127,6 @@ free_state:
     free(g.logprob);
     free(g.seqs);
     free(g.next);
+    free(g.step_logprob);
     return rc;
 }

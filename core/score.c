@@ -15,19 +15,23 @@
 #define GENERATOR_ROWS 64
 
 /* Log-probabilities of targets[r] for each row of hidden, written in row
- * order to flat[r]. */
+ * order to flat[r]. One parallel region: each block of rows goes through the
+ * generator (threads split its weights), then the threads split the rows'
+ * log-sum-exps; the worksharing barriers keep `logits` from being refilled
+ * while a row is still read. */
 static void generator_logprobs(const tessera_model *m, const float *hidden, size_t rows,
                                const int32_t *targets, float *logits, float *flat)
 {
     size_t V = (size_t)m->cfg.tgt_vocab_size;
+#pragma omp parallel num_threads(tsr_team_threads())
     for (size_t r0 = 0; r0 < rows; r0 += GENERATOR_ROWS) {
         size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
-#pragma omp parallel num_threads(tsr_team_threads())
         tsr_op_linear(m, &m->generator, hidden + r0 * m->d, m->d, count, TSR_ACT_NONE, NULL, 0,
                       logits, V);
-        for (size_t j = 0; j < count; j++) {
-            const float *row = logits + j * V;
-            flat[r0 + j] = row[targets[r0 + j]] - m->kernels->logsumexp(row, V);
+#pragma omp for schedule(static)
+        for (long j = 0; j < (long)count; j++) {
+            const float *row = logits + (size_t)j * V;
+            flat[r0 + (size_t)j] = row[targets[r0 + (size_t)j]] - m->kernels->logsumexp(row, V);
         }
     }
 }
