@@ -9,8 +9,9 @@
  * 12 independent chains to cover the FMA latency (4 cycles x 2 pipes = 8).
  * Each step reads one 64-byte line of the panel and prefetches the line 48
  * steps ahead, which matters when the panel streams from memory (decode) or
- * from L2/L3 (the first row tile of a block). Prefetching past the end of the
- * weights is harmless: a prefetch never faults.
+ * from L2/L3 (the first row tile of a block); or, given the frame's `next`,
+ * a line of the weights that follow, every `every` steps. Prefetching past
+ * the end of the weights is harmless: a prefetch never faults.
  *
  * Edges: the frame never passes a partial panel (packing zero-pads n) and the
  * C tile is always a full 6 x 16 buffer, so columns need no masks; partial
@@ -39,7 +40,8 @@
 
 static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
                                                        size_t a_cs, const float *b, float *c,
-                                                       const size_t rows, int accumulate)
+                                                       const size_t rows, int accumulate,
+                                                       const float *next, size_t every)
 {
     __m256 acc[MR][2];
 
@@ -54,10 +56,20 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
         }
     }
 
+    size_t countdown = 1; /* steps to the next prefetch of `next` */
 #pragma GCC unroll 2
     for (size_t p = 0; p < k; p++) {
-        if (rows > 1)
+        if (next) {
+            /* A counter, not p % every: a division per step costs more
+             * than the prefetch saves. */
+            if (--countdown == 0) {
+                _mm_prefetch((const char *)next, _MM_HINT_T0);
+                next += NR;
+                countdown = every;
+            }
+        } else if (rows > 1) {
             _mm_prefetch((const char *)(b + PREFETCH_STEPS * NR), _MM_HINT_T0);
+        }
         const __m256 b0 = _mm256_load_ps(b);
         const __m256 b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
@@ -78,32 +90,33 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
 }
 
 void tsr_f32_gemm_ukernel_6x16__avx2(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                     const float *b, float *c, size_t m, int accumulate)
+                                     const float *b, float *c, size_t m, int accumulate,
+                                     const float *next, size_t every)
 {
     /* Packed A, the compute-bound case: constant strides free the registers
      * that would hold them. */
     if (m == MR && a_rs == 1 && a_cs == MR) {
-        tile(k, a, 1, MR, b, c, MR, accumulate);
+        tile(k, a, 1, MR, b, c, MR, accumulate, next, every);
         return;
     }
     switch (m) {
     case 1:
-        tile(k, a, a_rs, a_cs, b, c, 1, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, 1, accumulate, next, every);
         break;
     case 2:
-        tile(k, a, a_rs, a_cs, b, c, 2, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, 2, accumulate, next, every);
         break;
     case 3:
-        tile(k, a, a_rs, a_cs, b, c, 3, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, 3, accumulate, next, every);
         break;
     case 4:
-        tile(k, a, a_rs, a_cs, b, c, 4, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, 4, accumulate, next, every);
         break;
     case 5:
-        tile(k, a, a_rs, a_cs, b, c, 5, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, 5, accumulate, next, every);
         break;
     default:
-        tile(k, a, a_rs, a_cs, b, c, MR, accumulate);
+        tile(k, a, a_rs, a_cs, b, c, MR, accumulate, next, every);
         break;
     }
 }

@@ -14,7 +14,8 @@
 
 /* A tsr_gemm_ukernel_fn with MR = 6, NR = 16 (simd/avx2/f32-gemm-6x16.c). */
 void tsr_f32_gemm_ukernel_6x16__avx2(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                     const float *b, float *c, size_t m, int accumulate);
+                                     const float *b, float *c, size_t m, int accumulate,
+                                     const float *next, size_t every);
 
 /* A tsr_gemm_pack_fn for mr = 6 (simd/avx2/f32-gemm-pack-6.c). */
 void tsr_f32_gemm_pack_rows_6__avx2(const float *x, size_t ldx, size_t m, size_t k, size_t mr,

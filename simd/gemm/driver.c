@@ -208,7 +208,7 @@ static void linear_in_place(const tsr_gemm_config *cfg, const tsr_linear_args *a
                     if (p0 == 0)
                         prefetch_outputs(a, r0 + i0, rows, j0, cols);
                     cfg->ukernel(kb, x + i0 * a->ldx + p0, a->ldx, 1, panel + p0 * nr,
-                                 tiles_buf + t * mr * nr, rows, p0 > 0);
+                                 tiles_buf + t * mr * nr, rows, p0 > 0, NULL, 1);
                     i0 += rows;
                 }
                 p0 += kb;
@@ -247,26 +247,43 @@ static size_t cols_per_block(const tsr_gemm_config *cfg, size_t k)
     return clamp(round_down(cfg->b_block_floats / (k ? k : 1), cfg->nr), cfg->nr, SIZE_MAX);
 }
 
+/* Row tiles after the first that share the prefetch of the next weight piece
+ * (see panel_block). */
+#define NEXT_PIECE_TILES 4
+
 /* Rows [0, rows) of the output, columns [j0, j0 + cols) of one weight panel,
  * from `rows` rows of x packed in `packed`: k in KC steps, every row tile of
  * the block per step, so the panel's KC x NR piece is read from L1 by all of
- * them; the chain of each output continues across steps through `block`. */
+ * them; the chain of each output continues across steps through `block`.
+ *
+ * Memory: the first tile pulls the piece in (prefetching it ahead itself);
+ * the next tiles, which find it in cache, prefetch the piece that follows in
+ * memory (this panel's next k block, or the next panel) a share each, one
+ * line every few steps, so that the weights stream while the tiles compute
+ * instead of only while the first one does (an encoder pass of 30 rows, its
+ * 75 MB of weights cold: measured 10% faster on Zen 3). */
 static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, const float *packed,
                         size_t i_base, size_t rows, size_t j0, size_t cols, float *block)
 {
     const size_t k = a->w->k, mr = cfg->mr, nr = cfg->nr, kc = cfg->kc;
     const size_t tiles = (rows + mr - 1) / mr;
+    const size_t sharers = tiles - 1 < NEXT_PIECE_TILES ? tiles - 1 : NEXT_PIECE_TILES;
     const float *panel = a->w->panels + j0 * k;
     size_t p0 = 0;
 
     do {
         size_t kb = k - p0 < kc ? k - p0 : kc;
+        /* Panels are contiguous, so the piece after this one starts where
+         * it ends, whether in this panel or the next. */
+        const float *next_piece = panel + (p0 + kb) * nr;
+        const size_t share = sharers ? (kb + sharers - 1) / sharers : 0;
         for (size_t t = 0; t < tiles; t++) {
             if (p0 == 0 && t * mr < rows)
                 prefetch_outputs(a, i_base + t * mr, rows - t * mr < mr ? rows - t * mr : mr,
                                  j0, cols);
+            const float *next = t >= 1 && t <= sharers ? next_piece + (t - 1) * share * nr : NULL;
             cfg->ukernel(kb, packed + t * mr * k + p0 * mr, 1, mr, panel + p0 * nr,
-                         block + t * mr * nr, mr, p0 > 0);
+                         block + t * mr * nr, mr, p0 > 0, next, sharers);
         }
         p0 += kb;
     } while (p0 < k);

@@ -56,9 +56,18 @@
  * (packed A: a_rs = 1, a_cs = MR; rows of x read in place: a_rs = ldx,
  * a_cs = 1). B is k rows of NR floats, contiguous. Rows of A and C at and
  * past m are neither read nor written. When NR is a multiple of 8, B and C
- * are 32-byte aligned (packed weights start 64-byte aligned). */
+ * are 32-byte aligned (packed weights start 64-byte aligned).
+ *
+ * Prefetch hint: with next == NULL the kernel prefetches B itself, some
+ * steps ahead (the tile that first reads a piece of weights from memory).
+ * Otherwise B is already in cache (a later tile of the same piece) and the
+ * kernel instead prefetches `next`, the weights the frame needs after this
+ * piece: one NR-float step of it every `every` steps of its own loop, in
+ * order, so that memory fetches the next piece while the tiles compute on
+ * this one. A kernel may ignore the hint; results never depend on it. */
 typedef void (*tsr_gemm_ukernel_fn)(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                    const float *b, float *c, size_t m, int accumulate);
+                                    const float *b, float *c, size_t m, int accumulate,
+                                    const float *next, size_t every);
 
 /* y = act(c + bias) + residual over m rows and n columns. c is a finished
  * block (rows ldc floats apart); bias (n floats) and residual

@@ -76,12 +76,19 @@ static inline void fma_row(float32x4_t acc[3], float32x4_t b0, float32x4_t b1, f
 /* Packed A: the 8 values of step p are contiguous; a lane broadcast feeding
  * an FMA compiles to one lane-indexed FMLA. */
 static void full_tile_packed(size_t k, const float *a, size_t a_cs, const float *b, float *c,
-                             int accumulate)
+                             int accumulate, const float *next, size_t every)
 {
     tile t = load_tile(c, MR, accumulate);
+    size_t countdown = 1; /* steps to the next prefetch of `next` */
     for (size_t p = 0; p < k; p++) {
         const float *bp = b + p * NR;
-        __builtin_prefetch(bp + PREFETCH_STEPS * NR);
+        if (!next) {
+            __builtin_prefetch(bp + PREFETCH_STEPS * NR);
+        } else if (--countdown == 0) {
+            __builtin_prefetch(next);
+            next += NR;
+            countdown = every;
+        }
         const float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4), b2 = vld1q_f32(bp + 8);
         const float32x4_t a_lo = vld1q_f32(a + p * a_cs), a_hi = vld1q_f32(a + p * a_cs + 4);
         fma_row(t.c[0], b0, b1, b2, vdupq_laneq_f32(a_lo, 0));
@@ -133,13 +140,17 @@ static void strided_tile(size_t k, const float *a, size_t a_rs, size_t a_cs, con
         strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, MR);
 }
 
+/* The frame's prefetch hint (`next`, see simd/gemm/gemm.h) is followed on
+ * the packed path, the only one it is given on; x read in place (decode)
+ * streams its panel with the look-ahead alone. */
 void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                     const float *b, float *c, size_t m, int accumulate)
+                                     const float *b, float *c, size_t m, int accumulate,
+                                     const float *next, size_t every)
 {
     if (m == 0)
         return;
     if (a_rs == 1 && m == MR)
-        full_tile_packed(k, a, a_cs, b, c, accumulate);
+        full_tile_packed(k, a, a_cs, b, c, accumulate, next, every);
     else
         strided_tile(k, a, a_rs, a_cs, b, c, m, accumulate);
 }

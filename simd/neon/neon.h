@@ -34,7 +34,8 @@ void tsr_bf16_to_f32__neon(const void *src, size_t n, float *dst);
 #define TSR_NEON_GEMM_MR 8
 #define TSR_NEON_GEMM_NR 12
 void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                     const float *b, float *c, size_t m, int accumulate);
+                                     const float *b, float *c, size_t m, int accumulate,
+                                     const float *next, size_t every);
 void tsr_f32_gemm_epilogue__neon(const float *c, size_t ldc, size_t m, size_t n,
                                  const float *bias, tsr_activation act, const float *residual,
                                  size_t ldr, float *y, size_t ldy);
