@@ -261,7 +261,8 @@ static size_t cols_per_block(const tsr_gemm_config *cfg, size_t k)
  * memory (this panel's next k block, or the next panel) a share each, one
  * line every few steps, so that the weights stream while the tiles compute
  * instead of only while the first one does (an encoder pass of 30 rows, its
- * 75 MB of weights cold: measured 10% faster on Zen 3). */
+ * 75 MB of weights cold, one thread on Zen 3: 14.8-16.0 ms before, 12.8-13.0
+ * after; perf/RESULTS.md). */
 static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, const float *packed,
                         size_t i_base, size_t rows, size_t j0, size_t cols, float *block)
 {
