@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/cli.h"
+#include "core/config.h"
 #include "core/encoder.h"
 #include "core/memory.h"
 
@@ -61,23 +62,17 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The sizes of a built-in configuration; everything else is config.json's
+ * defaults (post-norm, ReLU, max_positions 1024, the usual special ids). */
 static void config_of(const char *name, tessera_config *c)
 {
     int big = strcmp(name, "big") == 0;
-    memset(c, 0, sizeof *c);
+    tsr_config_defaults(c);
     c->d_model = big ? 1024 : 512;
     c->n_heads = big ? 16 : 8;
     c->d_ff = big ? 4096 : 2048;
     c->n_encoder_layers = c->n_decoder_layers = 6;
     c->src_vocab_size = c->tgt_vocab_size = 8000;
-    c->max_positions = 1024;
-    c->activation = TESSERA_RELU;
-    c->layer_norm_eps = 1e-5f;
-    c->scale_embedding = 1;
-    c->bos_id = 2;
-    c->eos_id = 3;
-    c->pad_id = 1;
-    c->unk_id = 0;
 }
 
 typedef struct bench_case {
