@@ -332,12 +332,13 @@ void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a)
 
 /* ---- The FFN -------------------------------------------------------------------- */
 
-void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a)
+void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step_fn linear,
+                       const void *ctx)
 {
-    const size_t d_ff = a->w1->n, block = cfg->ffn_block_rows;
+    const size_t d_ff = a->w1->n;
 
-    for (size_t r0 = 0; r0 < a->m; r0 += block) {
-        size_t rows = a->m - r0 < block ? a->m - r0 : block;
+    for (size_t r0 = 0; r0 < a->m; r0 += block_rows) {
+        size_t rows = a->m - r0 < block_rows ? a->m - r0 : block_rows;
 
         tsr_linear_args up = {
             .x = a->x + r0 * a->ldx, .ldx = a->ldx, .m = rows,
@@ -345,7 +346,7 @@ void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a)
             .residual = NULL, .ldr = 0,
             .y = a->scratch, .ldy = d_ff,
         };
-        tsr_gemm_linear(cfg, &up);
+        linear(ctx, &up);
 
         tsr_linear_args down = {
             .x = a->scratch, .ldx = d_ff, .m = rows,
@@ -353,6 +354,16 @@ void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a)
             .residual = a->residual ? a->residual + r0 * a->ldr : NULL, .ldr = a->ldr,
             .y = a->y + r0 * a->ldy, .ldy = a->ldy,
         };
-        tsr_gemm_linear(cfg, &down);
+        linear(ctx, &down);
     }
+}
+
+static void frame_linear(const void *cfg, const tsr_linear_args *a)
+{
+    tsr_gemm_linear(cfg, a);
+}
+
+void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a)
+{
+    tsr_ffn_in_blocks(a, cfg->ffn_block_rows, frame_linear, cfg);
 }

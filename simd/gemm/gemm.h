@@ -114,6 +114,16 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, 
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a);
 
+/* The FFN as its two linear layers, block_rows rows at a time through
+ * a->scratch (block_rows x d_ff floats), so the m x d_ff intermediate is never
+ * whole; `linear(ctx, args)` computes one layer. Bit-identical to two whole
+ * linear calls when the linear's results do not depend on its row count (true
+ * of every set). tsr_gemm_ffn is this with the frame's linear; a set with
+ * its own linear (scalar) passes that. */
+typedef void (*tsr_linear_step_fn)(const void *ctx, const tsr_linear_args *a);
+void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step_fn linear,
+                       const void *ctx);
+
 /* The portable tsr_gemm_pack_fn. */
 void tsr_gemm_pack_rows(const float *x, size_t ldx, size_t m, size_t k, size_t mr, float *packed);
 
