@@ -150,23 +150,15 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
 
     for (size_t i = 0; i < n_all; i++) {
         perf_result *r = &res[i];
-        *r = perf_result_start("ffn", NULL, c->name, o->threads);
-        snprintf(r->shape, sizeof r->shape, "%s", shape);
-        r->ms = ms[i];
-        r->flops = flops;
-        r->memory_bound = streamed;
-        r->bandwidth = mc->bandwidth;
+        *r = perf_result_of_candidate("ffn", c->name, shape, o->threads, mc, i, n_sets, peers,
+                                      ms[i], flops, streamed);
         if (i < n_sets) {
             const tsr_kernels *t = mc->sets[i];
-            r->isa = t->name;
-            r->peak = mc->peak[i];
             r->bytes = streamed ? (double)(p1[i].bytes + p2[i].bytes) : 0;
             r->fallback_scalar = t != mc->scalar && t->ffn == mc->scalar->ffn;
             perf_packed_free(&p1[i]);
             perf_packed_free(&p2[i]);
         } else {
-            r->peer = peers[i - n_sets];
-            r->peak = mc->best_peak;
             r->bytes = streamed ? (double)(2 * c->d_ff * c->d * sizeof(float)) : 0;
             tsr_free(s1[i - n_sets]);
             tsr_free(s2[i - n_sets]);

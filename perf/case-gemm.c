@@ -122,22 +122,14 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
 
     for (size_t i = 0; i < n_all; i++) {
         perf_result *r = &res[i];
-        *r = perf_result_start("gemm", NULL, c->name, o->threads);
-        snprintf(r->shape, sizeof r->shape, "%s", shape);
-        r->ms = ms[i];
-        r->flops = flops;
-        r->memory_bound = streamed;
-        r->bandwidth = mc->bandwidth;
+        *r = perf_result_of_candidate("gemm", c->name, shape, o->threads, mc, i, n_sets, peers,
+                                      ms[i], flops, streamed);
         if (i < n_sets) {
             const tsr_kernels *t = mc->sets[i];
-            r->isa = t->name;
-            r->peak = mc->peak[i];
             r->bytes = streamed ? (double)packed[i].bytes : 0;
             r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;
             perf_packed_free(&packed[i]);
         } else {
-            r->peer = peers[i - n_sets];
-            r->peak = mc->best_peak;
             r->bytes = streamed ? (double)(c->n * c->k * sizeof(float)) : 0;
             tsr_free(peer_store[i - n_sets]);
         }

@@ -200,6 +200,16 @@ typedef struct perf_result {
 /* A result with the common fields set and the rest zero. */
 perf_result perf_result_start(const char *op, const char *kernel, const char *name, int threads);
 
+/* The result of candidate i of a timed comparison (gemm, ffn): kernel set
+ * mc->sets[i] for i < n_sets, with its own peak, else peer peers[i - n_sets],
+ * against the best set's peak; the op's shape, time and FLOPs, and, when the
+ * operands were streamed from memory, the bandwidth for pct_bw. The caller
+ * adds the bytes and whether the set falls back to the scalar entry. */
+perf_result perf_result_of_candidate(const char *op, const char *name, const char *shape,
+                                     int threads, const perf_machine *mc, size_t i,
+                                     size_t n_sets, const char *const *peers, double ms,
+                                     double flops, int streamed);
+
 /* res[0..n_sets) are tessera's lines and res[n_sets..n_total) the peers':
  * each tessera line gets ratio_<peer> = its time / that peer's time. */
 void perf_add_ratios(perf_result *res, size_t n_sets, size_t n_total);

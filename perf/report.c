@@ -18,6 +18,27 @@ perf_result perf_result_start(const char *op, const char *kernel, const char *na
     return r;
 }
 
+perf_result perf_result_of_candidate(const char *op, const char *name, const char *shape,
+                                     int threads, const perf_machine *mc, size_t i,
+                                     size_t n_sets, const char *const *peers, double ms,
+                                     double flops, int streamed)
+{
+    perf_result r = perf_result_start(op, NULL, name, threads);
+    snprintf(r.shape, sizeof r.shape, "%s", shape);
+    r.ms = ms;
+    r.flops = flops;
+    r.memory_bound = streamed;
+    r.bandwidth = mc->bandwidth;
+    if (i < n_sets) {
+        r.isa = mc->sets[i]->name;
+        r.peak = mc->peak[i];
+    } else {
+        r.peer = peers[i - n_sets];
+        r.peak = mc->best_peak;
+    }
+    return r;
+}
+
 void perf_add_ratios(perf_result *res, size_t n_sets, size_t n_total)
 {
     for (size_t s = 0; s < n_sets; s++)
