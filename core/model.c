@@ -81,10 +81,10 @@ static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t
     lin->n = n;
     lin->k = k;
     lin->bias = bias;
-    lin->panels = arena_take(b->m, kern->pack_floats(n, k));
+    lin->panels = arena_take(b->m, kern->pack_floats(kern, n, k));
     if (!lin->panels)
         return out_of_memory(b, name);
-    kern->pack_linear(b->staging + row0 * k, n, k, lin->panels);
+    kern->pack_linear(kern, b->staging + row0 * k, n, k, lin->panels);
     return 0;
 }
 
@@ -255,7 +255,7 @@ static size_t largest_weight(const tessera_config *c)
 /* Floats arena_take hands out for one layer's panels. */
 static size_t panel_floats(const tsr_kernels *k, size_t n, size_t in)
 {
-    return (k->pack_floats(n, in) + 15) / 16 * 16;
+    return (k->pack_floats(k, n, in) + 15) / 16 * 16;
 }
 
 /* Floats of every packed panel, as pack_rows will carve them. */

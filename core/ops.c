@@ -32,7 +32,7 @@ static void linear_call(const tessera_model *m, const tsr_packed_linear *w, cons
         .residual = residual, .ldr = ldr, .y = y, .ldy = ldy,
         .w = tsr_model_replica(m, w, tsr_thread_copy((int)thread_index()), &local),
     };
-    m->kernels->linear(&a);
+    m->kernels->linear(m->kernels, &a);
 }
 
 void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
@@ -95,7 +95,7 @@ void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_p
             .scratch = scratch + thread_index() * m->kernels->ffn_block_rows * d_ff,
         };
         if (r0 < r1)
-            m->kernels->ffn(&a);
+            m->kernels->ffn(m->kernels, &a);
     }
 }
 

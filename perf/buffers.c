@@ -59,7 +59,7 @@ static float *alloc_or_exit(size_t n)
 void perf_pack_copies(const tsr_kernels *t, const float *w, const float *bias, size_t n, size_t k,
                       size_t copies, perf_packed *out)
 {
-    size_t floats = t->pack_floats(n, k);
+    size_t floats = t->pack_floats(t, n, k);
     out->bytes = floats * sizeof(float);
     out->stride = aligned_stride(floats);
     out->copies = copies;
@@ -69,7 +69,7 @@ void perf_pack_copies(const tsr_kernels *t, const float *w, const float *bias, s
         fprintf(stderr, "tessera-perf: out of memory\n");
         exit(1);
     }
-    t->pack_linear(w, n, k, out->store);
+    t->pack_linear(t, w, n, k, out->store);
     for (size_t c = 0; c < copies; c++) {
         if (c > 0)
             memcpy(out->store + c * out->stride, out->store, out->bytes);

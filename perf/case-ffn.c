@@ -46,7 +46,7 @@ static void ffn_part(void *ctx, int part, int threads)
         .residual = j->residual + b * j->d, .ldr = j->d, .y = j->y + b * j->d, .ldy = j->d,
         .scratch = j->scratch + (size_t)part * j->t->ffn_block_rows * w1->n,
     };
-    j->t->ffn(&a);
+    j->t->ffn(j->t, &a);
 }
 
 static void run_ffn(void *ctx)
@@ -118,7 +118,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
 
     for (size_t s = 0; s < n_sets; s++) {
         const tsr_kernels *t = mc->sets[s];
-        size_t bytes = (t->pack_floats(c->d_ff, c->d) + t->pack_floats(c->d, c->d_ff)) *
+        size_t bytes = (t->pack_floats(t, c->d_ff, c->d) + t->pack_floats(t, c->d, c->d_ff)) *
                        sizeof(float);
         size_t copies = perf_copies_for(mc, bytes, streamed);
         perf_pack_copies(t, w1, b1, c->d_ff, c->d, copies, &p1[s]);

@@ -43,7 +43,7 @@ static void linear_part(void *ctx, int part, int threads)
         .x = j->x, .ldx = j->w->k, .m = j->m, .w = j->w, .n_begin = b, .n_end = e,
         .act = TSR_ACT_NONE, .residual = NULL, .ldr = 0, .y = j->y, .ldy = j->w->n,
     };
-    j->t->linear(&a);
+    j->t->linear(j->t, &a);
 }
 
 static void run_linear(void *ctx)
@@ -98,7 +98,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
 
     for (size_t s = 0; s < n_sets; s++) {
         const tsr_kernels *t = mc->sets[s];
-        size_t bytes = t->pack_floats(c->n, c->k) * sizeof(float);
+        size_t bytes = t->pack_floats(t, c->n, c->k) * sizeof(float);
         perf_pack_copies(t, w, NULL, c->n, c->k, perf_copies_for(mc, bytes, streamed), &packed[s]);
         y[s] = perf_random_floats(out, 3);
         jobs[s] = (linear_job){.t = t, .packed = &packed[s], .x = x, .m = c->m, .y = y[s],

@@ -102,16 +102,26 @@ typedef struct tsr_attention_args {
     size_t q_pos;
 } tsr_attention_args;
 
+struct tsr_gemm_config;
+
 typedef struct tsr_kernels {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
 
-    /* Linear layers and the FFN. */
+    /* Linear layers and the FFN. Each entry takes the table it was called
+     * through, `ks->linear(ks, &args)`, so that one implementation (the
+     * portable GEMM frame, simd/gemm/) serves every set that plugs a
+     * microkernel into it: such a set describes its microkernel, blocking
+     * and packer in `gemm` (tsr_gemm_bind fills these entries), and a new set
+     * is its kernels plus one table. NULL for a set with its own linear
+     * layers (scalar). */
+    const struct tsr_gemm_config *gemm;
     size_t linear_n_align;
-    size_t (*pack_floats)(size_t n, size_t k);
-    void (*pack_linear)(const float *w, size_t n, size_t k, float *panels);
-    void (*linear)(const tsr_linear_args *a);
+    size_t (*pack_floats)(const struct tsr_kernels *ks, size_t n, size_t k);
+    void (*pack_linear)(const struct tsr_kernels *ks, const float *w, size_t n, size_t k,
+                        float *panels);
+    void (*linear)(const struct tsr_kernels *ks, const tsr_linear_args *a);
     size_t ffn_block_rows;
-    void (*ffn)(const tsr_ffn_args *a);
+    void (*ffn)(const struct tsr_kernels *ks, const tsr_ffn_args *a);
 
     /* Attention of one head (see tsr_attention_args). */
     void (*attention)(const tsr_attention_args *a);

@@ -242,8 +242,8 @@ ParameterizedTest(set_param *p, kernels, table)
                   ks->add_layernorm && ks->activate && ks->log_softmax && ks->logsumexp &&
                   ks->argmax && ks->embed && ks->f16_to_f32 && ks->bf16_to_f32,
               "[%s] table has an empty entry", set);
-    cr_assert(ks->pack_floats(7, 5) >= 35, "[%s] pack_floats(7, 5) = %zu < 35", set,
-              ks->pack_floats(7, 5));
+    cr_assert(ks->pack_floats(ks, 7, 5) >= 35, "[%s] pack_floats(7, 5) = %zu < 35", set,
+              ks->pack_floats(ks, 7, 5));
 }
 
 /* ---- Linear ---------------------------------------------------------------- */
@@ -300,8 +300,8 @@ static linear_case linear_case_new(const tsr_kernels *ks, const linear_shape *s,
     buffer_fill(&c.bias, &rng, -0.5f, 0.5f);
     buffer_fill(&c.residual, &rng, -2, 2);
 
-    c.panels = alloc_aligned(ks->pack_floats(s->n, s->k) * sizeof(float));
-    ks->pack_linear(c.w.p, s->n, s->k, c.panels);
+    c.panels = alloc_aligned(ks->pack_floats(ks, s->n, s->k) * sizeof(float));
+    ks->pack_linear(ks, c.w.p, s->n, s->k, c.panels);
     c.packed = (tsr_packed_linear){s->n, s->k, s->bias ? c.bias.p : NULL, c.panels};
     snprintf(c.shape, sizeof c.shape, "m=%zu n=%zu k=%zu act=%s bias=%d residual=%d offset=%zu "
              "pad=%zu", s->m, s->n, s->k, activation_name(s->act), s->bias, s->residual, off, pad);
@@ -329,7 +329,7 @@ static void run_linear(const tsr_kernels *ks, const linear_case *c, size_t i0, s
         .ldr = residual ? residual->ld : 0,
         .y = out->p + i0 * out->ld, .ldy = out->ld,
     };
-    ks->linear(&a);
+    ks->linear(ks, &a);
 }
 
 /* The column ranges threads would be given: cut at multiples of the set's
@@ -431,8 +431,8 @@ static const ffn_shape ffn_shapes[] = {
 static float *packed_new(const tsr_kernels *ks, const buffer *w, tsr_packed_linear *out,
                          const float *bias)
 {
-    float *panels = alloc_aligned(ks->pack_floats(w->rows, w->cols) * sizeof(float));
-    ks->pack_linear(w->p, w->rows, w->cols, panels);
+    float *panels = alloc_aligned(ks->pack_floats(ks, w->rows, w->cols) * sizeof(float));
+    ks->pack_linear(ks, w->p, w->rows, w->cols, panels);
     *out = (tsr_packed_linear){w->rows, w->cols, bias, panels};
     return panels;
 }
@@ -448,7 +448,7 @@ static void run_ffn(const tsr_kernels *ks, const buffer *x, const tsr_packed_lin
         .residual = residual ? residual->p : NULL, .ldr = residual ? residual->ld : 0,
         .y = y->p, .ldy = y->ld, .scratch = scratch,
     };
-    ks->ffn(&a);
+    ks->ffn(ks, &a);
     free(scratch);
 }
 
@@ -462,13 +462,13 @@ static void run_ffn_as_two_linears(const tsr_kernels *ks, const buffer *x,
         .x = x->p, .ldx = x->ld, .m = x->rows, .w = w1, .n_begin = 0, .n_end = w1->n,
         .act = act, .y = h.p, .ldy = h.ld,
     };
-    ks->linear(&up);
+    ks->linear(ks, &up);
     tsr_linear_args down = {
         .x = h.p, .ldx = h.ld, .m = x->rows, .w = w2, .n_begin = 0, .n_end = w2->n,
         .act = TSR_ACT_NONE, .residual = residual ? residual->p : NULL,
         .ldr = residual ? residual->ld : 0, .y = y->p, .ldy = y->ld,
     };
-    ks->linear(&down);
+    ks->linear(ks, &down);
     buffer_free(&h);
 }
 

@@ -1,7 +1,7 @@
 /*
- * The AVX2 + FMA pieces of the GEMM (simd/gemm/gemm.h): one microkernel, one
- * vector epilogue, and the function that puts the frame's entry points, bound
- * to their config, into the avx2 table. Everything declared here is compiled
+ * The AVX2 + FMA pieces of the GEMM (simd/gemm/gemm.h): one microkernel, its
+ * packer of 6-row panels and one vector epilogue, which the set's table hands
+ * to the portable frame. Everything declared here is compiled
  * with -mavx2 -mfma -mf16c and must only run once the CPU check has passed.
  */
 #ifndef TSR_SIMD_AVX2_GEMM_AVX2_H
@@ -25,10 +25,5 @@ void tsr_f32_gemm_pack_rows_6__avx2(const float *x, size_t ldx, size_t m, size_t
 void tsr_f32_gemm_epilogue__avx2(const float *c, size_t ldc, size_t m, size_t n, const float *bias,
                                  tsr_activation act, const float *residual, size_t ldr, float *y,
                                  size_t ldy);
-
-/* Sets the GEMM entries of the avx2 table: linear_n_align, pack_floats,
- * pack_linear, linear, ffn_block_rows and ffn (simd/avx2/gemm-avx2.c). Reads
- * the cache sizes once; call from the table's init, after the scalar init. */
-void tsr_avx2_gemm_fill(tsr_kernels *t);
 
 #endif

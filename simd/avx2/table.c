@@ -1,14 +1,23 @@
-/* The avx2 kernel table: the scalar table, the GEMM entries of the avx2
- * GEMM, then every other kernel this set vectorises. */
+/* The avx2 kernel table: the scalar table; linear layers and the FFN by the
+ * portable GEMM frame (simd/gemm/) with this set's 6 x 16 microkernel, packer
+ * and epilogue; then every other kernel this set vectorises. */
 #include "simd/avx2/avx2.h"
 #include "simd/avx2/gemm-avx2.h"
 #include "simd/dispatch.h"
+
+/* Filled once by tsr_kernels_init_avx2 (dispatch.c serialises it), only read
+ * after. */
+static tsr_gemm_config gemm;
 
 void tsr_kernels_init_avx2(tsr_kernels *t)
 {
     tsr_kernels_init_scalar(t);
     t->name = "avx2";
-    tsr_avx2_gemm_fill(t);
+
+    tsr_gemm_config_init(&gemm, 6, 16, tsr_f32_gemm_ukernel_6x16__avx2,
+                         tsr_f32_gemm_epilogue__avx2);
+    gemm.pack_rows = tsr_f32_gemm_pack_rows_6__avx2;
+    tsr_gemm_bind(t, &gemm);
 
     t->attention = tsr_f32_attention__avx2;
     t->add_layernorm = tsr_f32_add_layernorm__avx2;

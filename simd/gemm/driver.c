@@ -332,10 +332,10 @@ void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a)
 
 /* ---- The FFN -------------------------------------------------------------------- */
 
-void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step_fn linear,
-                       const void *ctx)
+void tsr_ffn_in_blocks(const tsr_kernels *ks, const tsr_ffn_args *a)
 {
     const size_t d_ff = a->w1->n;
+    const size_t block_rows = ks->ffn_block_rows;
 
     for (size_t r0 = 0; r0 < a->m; r0 += block_rows) {
         size_t rows = a->m - r0 < block_rows ? a->m - r0 : block_rows;
@@ -346,7 +346,7 @@ void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step
             .residual = NULL, .ldr = 0,
             .y = a->scratch, .ldy = d_ff,
         };
-        linear(ctx, &up);
+        ks->linear(ks, &up);
 
         tsr_linear_args down = {
             .x = a->scratch, .ldx = d_ff, .m = rows,
@@ -354,16 +354,35 @@ void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step
             .residual = a->residual ? a->residual + r0 * a->ldr : NULL, .ldr = a->ldr,
             .y = a->y + r0 * a->ldy, .ldy = a->ldy,
         };
-        linear(ctx, &down);
+        ks->linear(ks, &down);
     }
 }
 
-static void frame_linear(const void *cfg, const tsr_linear_args *a)
+/* ---- The table entries ------------------------------------------------------------- */
+
+static size_t table_pack_floats(const tsr_kernels *ks, size_t n, size_t k)
 {
-    tsr_gemm_linear(cfg, a);
+    return tsr_gemm_pack_floats(ks->gemm, n, k);
 }
 
-void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a)
+static void table_pack_linear(const tsr_kernels *ks, const float *w, size_t n, size_t k,
+                              float *panels)
 {
-    tsr_ffn_in_blocks(a, cfg->ffn_block_rows, frame_linear, cfg);
+    tsr_gemm_pack_linear(ks->gemm, w, n, k, panels);
+}
+
+static void table_linear(const tsr_kernels *ks, const tsr_linear_args *a)
+{
+    tsr_gemm_linear(ks->gemm, a);
+}
+
+void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg)
+{
+    t->gemm = cfg;
+    t->linear_n_align = cfg->nr;
+    t->pack_floats = table_pack_floats;
+    t->pack_linear = table_pack_linear;
+    t->linear = table_linear;
+    t->ffn_block_rows = cfg->ffn_block_rows;
+    t->ffn = tsr_ffn_in_blocks;
 }

@@ -104,25 +104,26 @@ typedef struct tsr_gemm_config {
 void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_ukernel_fn ukernel,
                           tsr_gemm_epilogue_fn epilogue);
 
-/* The frame's implementations of the table entries (simd/kernels.h). A set
- * wraps each in a config-free function for its table, e.g.
- *   static void linear(const tsr_linear_args *a) { tsr_gemm_linear(&config, a); }
- * and sets linear_n_align = cfg->nr and ffn_block_rows = cfg->ffn_block_rows. */
+/* Makes the frame serve table t's linear layers and FFN with the set's
+ * config: t->gemm = cfg (which must outlive the table: a set keeps it in a
+ * static, filled once at init), linear_n_align = cfg->nr, ffn_block_rows =
+ * cfg->ffn_block_rows, the three GEMM entries the frame's and ffn
+ * tsr_ffn_in_blocks. */
+void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg);
+
+/* The frame's implementations, for a config (tests and perf/ call them
+ * directly; a table reaches them through tsr_gemm_bind). */
 size_t tsr_gemm_pack_floats(const tsr_gemm_config *cfg, size_t n, size_t k);
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, size_t k,
                           float *panels);
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
-void tsr_gemm_ffn(const tsr_gemm_config *cfg, const tsr_ffn_args *a);
 
-/* The FFN as its two linear layers, block_rows rows at a time through
- * a->scratch (block_rows x d_ff floats), so the m x d_ff intermediate is never
- * whole; `linear(ctx, args)` computes one layer. Bit-identical to two whole
- * linear calls when the linear's results do not depend on its row count (true
- * of every set). tsr_gemm_ffn is this with the frame's linear; a set with
- * its own linear (scalar) passes that. */
-typedef void (*tsr_linear_step_fn)(const void *ctx, const tsr_linear_args *a);
-void tsr_ffn_in_blocks(const tsr_ffn_args *a, size_t block_rows, tsr_linear_step_fn linear,
-                       const void *ctx);
+/* The FFN entry of every set (simd/kernels.h): its two linear layers
+ * through ks->linear, ks->ffn_block_rows rows at a time through a->scratch
+ * (block_rows x d_ff floats), so the m x d_ff intermediate is never whole.
+ * Bit-identical to two whole linear calls, since no set's linear results
+ * depend on its row count. */
+void tsr_ffn_in_blocks(const tsr_kernels *ks, const tsr_ffn_args *a);
 
 /* The portable tsr_gemm_pack_fn. */
 void tsr_gemm_pack_rows(const float *x, size_t ldx, size_t m, size_t k, size_t mr, float *packed);

@@ -8,41 +8,16 @@
 
 /* Filled once by tsr_kernels_init_neon (dispatch.c serialises it), only read
  * after. */
-static tsr_gemm_config gemm_config;
-
-static size_t pack_floats(size_t n, size_t k)
-{
-    return tsr_gemm_pack_floats(&gemm_config, n, k);
-}
-
-static void pack_linear(const float *w, size_t n, size_t k, float *panels)
-{
-    tsr_gemm_pack_linear(&gemm_config, w, n, k, panels);
-}
-
-static void linear(const tsr_linear_args *a)
-{
-    tsr_gemm_linear(&gemm_config, a);
-}
-
-static void ffn(const tsr_ffn_args *a)
-{
-    tsr_gemm_ffn(&gemm_config, a);
-}
+static tsr_gemm_config gemm;
 
 void tsr_kernels_init_neon(tsr_kernels *t)
 {
     tsr_kernels_init_scalar(t);
     t->name = "neon";
 
-    tsr_gemm_config_init(&gemm_config, TSR_NEON_GEMM_MR, TSR_NEON_GEMM_NR,
+    tsr_gemm_config_init(&gemm, TSR_NEON_GEMM_MR, TSR_NEON_GEMM_NR,
                          tsr_f32_gemm_ukernel_8x12__neon, tsr_f32_gemm_epilogue__neon);
-    t->linear_n_align = gemm_config.nr;
-    t->pack_floats = pack_floats;
-    t->pack_linear = pack_linear;
-    t->linear = linear;
-    t->ffn_block_rows = gemm_config.ffn_block_rows;
-    t->ffn = ffn;
+    tsr_gemm_bind(t, &gemm);
 
     t->attention = tsr_f32_attention__neon;
     t->add_layernorm = tsr_f32_add_layernorm__neon;

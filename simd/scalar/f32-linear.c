@@ -16,13 +16,16 @@
 
 #define ROW_BLOCK 8
 
-size_t tsr_pack_floats__scalar(size_t n, size_t k)
+size_t tsr_pack_floats__scalar(const tsr_kernels *ks, size_t n, size_t k)
 {
+    (void)ks;
     return n * k;
 }
 
-void tsr_pack_linear__scalar(const float *w, size_t n, size_t k, float *panels)
+void tsr_pack_linear__scalar(const tsr_kernels *ks, const float *w, size_t n, size_t k,
+                             float *panels)
 {
+    (void)ks;
     memcpy(panels, w, n * k * sizeof *panels);
 }
 
@@ -34,8 +37,9 @@ static float dot(const float *a, const float *b, size_t k)
     return acc;
 }
 
-void tsr_f32_linear__scalar(const tsr_linear_args *a)
+void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a)
 {
+    (void)ks;
     const tsr_packed_linear *w = a->w;
     const size_t k = w->k;
 

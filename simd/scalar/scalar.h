@@ -17,14 +17,14 @@
 #include "simd/kernels.h"
 
 /* Rows of the FFN intermediate held in the scratch buffer at a time. The
- * scalar ffn assumes scratch holds this many rows of d_ff floats, so a set
- * that keeps the scalar ffn must keep this ffn_block_rows too. */
+ * FFN (tsr_ffn_in_blocks) sizes its blocks from the table's ffn_block_rows. */
 #define TSR_SCALAR_FFN_BLOCK_ROWS 32
 
-size_t tsr_pack_floats__scalar(size_t n, size_t k);
-void tsr_pack_linear__scalar(const float *w, size_t n, size_t k, float *panels);
-void tsr_f32_linear__scalar(const tsr_linear_args *a);
-void tsr_f32_ffn__scalar(const tsr_ffn_args *a);
+/* The linear entries (simd/kernels.h); they read nothing of the table. */
+size_t tsr_pack_floats__scalar(const tsr_kernels *ks, size_t n, size_t k);
+void tsr_pack_linear__scalar(const tsr_kernels *ks, const float *w, size_t n, size_t k,
+                             float *panels);
+void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
 void tsr_f32_attention__scalar(const tsr_attention_args *a);
 void tsr_f32_add_layernorm__scalar(float *x, size_t ldx, const float *delta, size_t ldd,
                                    size_t rows, size_t n, const float *gamma, const float *beta,

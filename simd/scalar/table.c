@@ -1,18 +1,20 @@
 /* The scalar kernel table: every entry filled, so other sets can start from
  * it and override only what they accelerate. */
 #include "simd/dispatch.h"
+#include "simd/gemm/gemm.h"
 #include "simd/scalar/scalar.h"
 
 void tsr_kernels_init_scalar(tsr_kernels *t)
 {
     t->name = "scalar";
 
+    t->gemm = NULL; /* its own linear layers, not the frame */
     t->linear_n_align = 1;
     t->pack_floats = tsr_pack_floats__scalar;
     t->pack_linear = tsr_pack_linear__scalar;
     t->linear = tsr_f32_linear__scalar;
     t->ffn_block_rows = TSR_SCALAR_FFN_BLOCK_ROWS;
-    t->ffn = tsr_f32_ffn__scalar;
+    t->ffn = tsr_ffn_in_blocks;
 
     t->attention = tsr_f32_attention__scalar;
     t->add_layernorm = tsr_f32_add_layernorm__scalar;
