@@ -64,3 +64,27 @@ AC_DEFUN([TESSERA_CHECK_ISA_NEON], [
       return (int)vaddvq_f32(b);]],
     [BUILD_NEON], [HAVE_KERNELS_NEON])
 ])
+
+# The emulated avx512 set, for the tests only: the simd/avx512 sources built
+# against SIMDe (header-only, "SIMD Everywhere": _mm512_* in portable code) at
+# the avx2 set's flags, so the avx512 kernels run on any x86-64 CPU with AVX2.
+# Never installed, never chosen by dispatch (simd/avx512/intrinsics.h).
+AC_DEFUN([TESSERA_CHECK_AVX512_EMULATED], [
+  AC_REQUIRE([TESSERA_CHECK_ISA_AVX2])
+  tessera_avx512_emulated=no
+  AS_IF([test "x$tessera_have_avx2" = "xyes"], [
+    AC_MSG_CHECKING([whether SIMDe emulates AVX-512 (libsimde-dev)])
+    tessera_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS $CFLAGS_AVX2"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>]],
+      [[volatile float in[16] = {1};
+        simde__m512 a = simde_mm512_loadu_ps((const float *)in);
+        simde__m512 b = simde_mm512_scalef_ps(simde_mm512_fmadd_ps(a, a, a), a);
+        return (int)simde_mm512_cmp_ps_mask(b, a, SIMDE_CMP_GT_OQ);]])],
+      [tessera_avx512_emulated=yes])
+    CFLAGS=$tessera_save_CFLAGS
+    AC_MSG_RESULT([$tessera_avx512_emulated])
+  ])
+  AM_CONDITIONAL([BUILD_AVX512_EMULATED], [test "x$tessera_avx512_emulated" = "xyes"])
+])

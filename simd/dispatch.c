@@ -1,6 +1,12 @@
 /* The one place a kernel set is chosen. Each set is usable when it was built
  * (configure's link test passed) and the CPU and OS support it; the choice is
- * made once and TESSERA_ISA may force any usable set. */
+ * made once and TESSERA_ISA may force any usable set.
+ *
+ * Compiled twice: into libtessera, and with TSR_WITH_EMULATED_SETS into the
+ * tests' libtessera-test, where one more set follows the real ones:
+ * "avx512-emulated", the avx512 sources built against SIMDe
+ * (simd/avx512/intrinsics.h). It runs wherever the avx2 set does, and only
+ * when TESSERA_ISA names it: the automatic choice never takes it. */
 #include "simd/dispatch.h"
 
 #include <pthread.h>
@@ -11,8 +17,17 @@
 #include "tessera-config.h"
 #include "simd/cpu.h"
 
+/* The sets dispatch may choose on its own: the first four. */
+#define DISPATCHED_SETS 4
+#ifdef TSR_WITH_EMULATED_SETS
+const char *const tsr_kernel_set_names[] = {"scalar", "avx2", "avx512", "neon",
+                                            "avx512-emulated"};
+#define SET_COUNT 5
+#else
 const char *const tsr_kernel_set_names[] = {"scalar", "avx2", "avx512", "neon"};
-const size_t tsr_kernel_set_count = 4;
+#define SET_COUNT 4
+#endif
+const size_t tsr_kernel_set_count = SET_COUNT;
 
 typedef struct set_entry {
     int built;
@@ -44,11 +59,14 @@ typedef struct set_entry {
 #define NEON_INIT NULL
 #endif
 
-static set_entry sets[4] = {
+static set_entry sets[SET_COUNT] = {
     {1, tsr_kernels_init_scalar, {0}, 0},
     {AVX2_BUILT, AVX2_INIT, {0}, 0},
     {AVX512_BUILT, AVX512_INIT, {0}, 0},
     {NEON_BUILT, NEON_INIT, {0}, 0},
+#ifdef TSR_WITH_EMULATED_SETS
+    {1, tsr_kernels_init_avx512_emulated, {0}, 0},
+#endif
 };
 
 /* What the CPU lacks for set i, or NULL when it can run it. */
@@ -57,6 +75,7 @@ static const char *missing_feature(size_t i)
     const tsr_cpu_features *f = tsr_cpu_features_get();
     switch (i) {
     case 1:
+    case 4: /* avx512-emulated: built at the avx2 set's flags */
         if (!f->avx2) return "avx2";
         if (!f->fma) return "fma";
         if (!f->f16c) return "f16c";
@@ -123,7 +142,7 @@ static void choose(void)
         return;
     }
     /* Best first: the last usable set in the list wins. */
-    for (size_t i = tsr_kernel_set_count; i-- > 0 && !chosen;)
+    for (size_t i = DISPATCHED_SETS; i-- > 0 && !chosen;)
         chosen = tsr_kernels_lookup(tsr_kernel_set_names[i], why, sizeof why);
 }
 

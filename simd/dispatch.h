@@ -7,7 +7,8 @@
 
 #include "simd/kernels.h"
 
-/* All kernel sets tessera knows, best last: "scalar", "avx2", "avx512", "neon". */
+/* All kernel sets tessera knows, best last: "scalar", "avx2", "avx512", "neon"
+ * (and, in the tests' build only, "avx512-emulated" after them). */
 extern const char *const tsr_kernel_set_names[];
 extern const size_t tsr_kernel_set_count;
 
@@ -28,5 +29,7 @@ void tsr_kernels_init_scalar(tsr_kernels *t);
 void tsr_kernels_init_avx2(tsr_kernels *t);
 void tsr_kernels_init_avx512(tsr_kernels *t);
 void tsr_kernels_init_neon(tsr_kernels *t);
+/* The test-only emulated avx512 set (simd/avx512/intrinsics.h). */
+void tsr_kernels_init_avx512_emulated(tsr_kernels *t);
 
 #endif

@@ -20,7 +20,7 @@
 #define REL_TOL 1e-5
 
 typedef struct golden_case {
-    char isa[16];
+    char isa[32];
     char model[32];
     char kind[16];   /* "score" or "translate" */
     char suffix[16]; /* "" or ".tokens"; ".beam" in beam_against_pytorch */
@@ -61,13 +61,6 @@ static size_t make_cases(golden_case *out)
     return n;
 }
 
-static void skip_unless_available(const char *isa)
-{
-    char why[256];
-    if (!tsr_kernels_lookup(isa, why, sizeof why))
-        cr_skip_test("kernel set %s: %s", isa, why);
-}
-
 /* Runs `tessera KIND -m MODEL_DIR --batch N [--tokens] EXTRA...` under the kernel
  * set isa; extra is a NULL-terminated list of further arguments, or NULL. */
 static test_run run_tessera(const char *isa, const char *kind, const char *model_dir,
@@ -79,7 +72,7 @@ static test_run run_tessera(const char *isa, const char *kind, const char *model
     char *env[] = {isa_env, NULL};
     char *argv[24];
     size_t a = 0;
-    argv[a++] = (char *)test_tessera_path();
+    argv[a++] = (char *)test_tessera_all_sets_path();
     argv[a++] = (char *)kind;
     argv[a++] = "-m";
     argv[a++] = (char *)model_dir;
@@ -150,7 +143,7 @@ ParameterizedTestParameters(golden, against_pytorch)
 
 ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
 {
-    skip_unless_available(c->isa);
+    test_kernel_set_or_skip(c->isa);
     char model_dir[1024], in_name[64], expected_name[64];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     snprintf(in_name, sizeof in_name, "%s%s.in", c->kind, c->suffix);
@@ -176,7 +169,7 @@ ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
 
 /* Beam search and n-best output must not depend on how lines are batched. */
 typedef struct beam_case {
-    char isa[16];
+    char isa[32];
     char model[32];
 } beam_case;
 
@@ -194,7 +187,7 @@ ParameterizedTestParameters(golden, beam_batch_invariance)
 
 ParameterizedTest(beam_case *c, golden, beam_batch_invariance, .timeout = 120)
 {
-    skip_unless_available(c->isa);
+    test_kernel_set_or_skip(c->isa);
     char model_dir[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     char *input = read_fixture(c->model, "translate.in");
@@ -306,7 +299,7 @@ ParameterizedTestParameters(golden, beam_against_pytorch)
 
 ParameterizedTest(golden_case *c, golden, beam_against_pytorch, .timeout = 120)
 {
-    skip_unless_available(c->isa);
+    test_kernel_set_or_skip(c->isa);
     char model_dir[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     char *input = read_fixture(c->model, "translate.beam.in");

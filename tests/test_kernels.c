@@ -25,6 +25,7 @@
 
 #include "simd/dispatch.h"
 #include "tests/kernel_reference.h"
+#include "tests/testutil.h"
 
 /* ---- Which set ------------------------------------------------------------ */
 
@@ -45,12 +46,7 @@ static struct criterion_test_params each_set(void)
 /* The table of the set, or the test ends as skipped saying why. */
 static const tsr_kernels *set_or_skip(const set_param *p)
 {
-    char why[200];
-    const char *name = tsr_kernel_set_names[p->index];
-    const tsr_kernels *ks = tsr_kernels_lookup(name, why, sizeof why);
-    if (!ks)
-        cr_skip_test("%s: %s", name, why);
-    return ks;
+    return test_kernel_set_or_skip(tsr_kernel_set_names[p->index]);
 }
 
 /* ---- Buffers with a NaN sentinel around the data --------------------------- */

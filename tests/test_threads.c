@@ -14,7 +14,7 @@
 #define MODEL "prenorm-gelu-f16"
 
 typedef struct thread_case {
-    char isa[16];
+    char isa[32];
     char kind[16]; /* score, translate, beam */
 } thread_case;
 
@@ -44,7 +44,7 @@ static char *run(const thread_case *c, const char *input, int threads, const cha
     snprintf(threads_arg, sizeof threads_arg, "%d", threads);
     char *env[] = {isa_env, topo_env, NULL};
     int score = strcmp(c->kind, "score") == 0, beam = strcmp(c->kind, "beam") == 0;
-    char *argv[] = {(char *)test_tessera_path(), score ? "score" : "translate", "-m", model_dir,
+    char *argv[] = {(char *)test_tessera_all_sets_path(), score ? "score" : "translate", "-m", model_dir,
                     "--threads", threads_arg, "--batch", "5", "--numa",
                     topology ? "replicate" : "auto", "--max-len", "20", beam ? "--beam" : NULL,
                     "4", "--n-best", "2", NULL};
@@ -60,9 +60,7 @@ static char *run(const thread_case *c, const char *input, int threads, const cha
 
 ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeout = 180)
 {
-    char why[256];
-    if (!tsr_kernels_lookup(c->isa, why, sizeof why))
-        cr_skip_test("kernel set %s: %s", c->isa, why);
+    test_kernel_set_or_skip(c->isa);
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/golden/%s/%s.in", test_srcdir(), MODEL,
              strcmp(c->kind, "score") == 0 ? "score" : "translate");

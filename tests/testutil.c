@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "tests/testutil.h"
 
+#include "simd/dispatch.h"
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,40 @@ const char *test_tessera_path(void)
     static char path[4096];
     snprintf(path, sizeof path, "%s/tessera", test_builddir());
     return path;
+}
+
+const char *test_tessera_all_sets_path(void)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/tests/tessera-test", test_builddir());
+    return path;
+}
+
+static int selected(const char *name)
+{
+    const char *list = getenv("TESSERA_TEST_SETS");
+    if (!list || !*list)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t word = strcspn(p, ",");
+        if (word == len && strncmp(p, name, len) == 0)
+            return 1;
+        p += word;
+        p += *p == ',';
+    }
+    return 0;
+}
+
+const struct tsr_kernels *test_kernel_set_or_skip(const char *name)
+{
+    char why[200];
+    if (!selected(name))
+        cr_skip_test("kernel set %s: not selected by TESSERA_TEST_SETS", name);
+    const tsr_kernels *ks = tsr_kernels_lookup(name, why, sizeof why);
+    if (!ks)
+        cr_skip_test("kernel set %s: %s", name, why);
+    return ks;
 }
 
 static const char *temp_base(void)

@@ -33,6 +33,15 @@ void test_run_free(test_run *r);
 
 /* Path of the built tessera command. */
 const char *test_tessera_path(void);
+/* Path of tests/tessera-test: the same command linked with the tests' library,
+ * which also offers the emulated kernel sets (TESSERA_ISA=avx512-emulated). */
+const char *test_tessera_all_sets_path(void);
+
+/* The table of kernel set `name`, or the current test ends as skipped,
+ * saying why: the build or CPU cannot run the set, or $TESSERA_TEST_SETS
+ * (comma-separated names; unset: every set) does not select it. */
+struct tsr_kernels;
+const struct tsr_kernels *test_kernel_set_or_skip(const char *name);
 
 /* Deterministic pseudo-random floats in [lo, hi). */
 void test_fill_uniform(float *x, size_t n, unsigned seed, float lo, float hi);

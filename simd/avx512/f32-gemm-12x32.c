@@ -1,0 +1,124 @@
+/*
+ * f32 GEMM microkernel, 12 x 32 tile, AVX-512 F (a tsr_gemm_ukernel_fn, see
+ * simd/gemm/gemm.h for the contract).
+ *
+ * Tile: 12 rows of A against one 32-wide weight panel. Register budget, 26 of
+ * the 32 zmm registers: 24 accumulators (12 rows x 2 vectors of 16 columns)
+ * and 2 for the panel's 32 weights of step p; A[i][p] is not held in a
+ * register but broadcast from memory into the FMA itself ({1to16}). Per
+ * step: 2 weight loads, 12 broadcast loads, 24 FMAs, i.e. 12 cycles on two
+ * 512-bit FMA pipes with 24 independent chains (the latency, 4 cycles x 2
+ * pipes, needs 8), and 14 loads in those 12 cycles, within two load ports.
+ *
+ * Why 12 x 32 rather than 14 x 32 or 6 x 64: the blocked path computes
+ * whole row tiles, so a tile height that leaves little of the last tile
+ * empty matters at the sizes a Transformer runs: 128 rows are 10 2/3 tiles of
+ * 12 (97 % of the computed rows are real) against 9 1/7 of 14 (91 %);
+ * 6 x 64 would need 64-column panels, padding d_model = 512 nowhere but
+ * tying 64-wide column units to the threads' split of the outputs, and
+ * 8 x 48 pads 512 columns to 528. The decode path balances its row tiles, so
+ * 16 rows run as 8 + 8.
+ *
+ * Each step reads two 64-byte lines of the panel and prefetches the lines
+ * PREFETCH_STEPS steps ahead, or, given the frame's `next`, the NR floats of
+ * the following weights every `every` steps. Prefetching past the end of the
+ * weights is harmless: a prefetch never faults.
+ *
+ * Edges: the frame never passes a partial panel (packing zero-pads n) and the
+ * C tile is always a full 12 x 32 buffer, so columns need no masks; partial
+ * columns are the epilogue's job. Fewer than 12 rows (x read in place, the
+ * decode path) are handled by compiling the same loop for each row count, so
+ * rows past m are neither read nor written.
+ *
+ * Every accumulator is one FMA chain over p ascending from zero, or from the
+ * partial sums in C, whatever the row count or the A layout: the same bits on
+ * every path.
+ */
+#include "simd/avx512/gemm-avx512.h"
+
+#define MR TSR_AVX512_GEMM_MR
+#define NR TSR_AVX512_GEMM_NR
+
+/* Each step prefetches the panel lines this many steps ahead (3 KB, as the
+ * avx2 kernel's 48 steps of 16 floats); a single row streams faster with the
+ * hardware prefetcher alone. */
+#define PREFETCH_STEPS 24
+
+static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
+                                                       size_t a_cs, const float *b, float *c,
+                                                       const size_t rows, int accumulate,
+                                                       const float *next, size_t every)
+{
+    __m512 acc[MR][2];
+
+#pragma GCC unroll 12
+    for (size_t i = 0; i < rows; i++) {
+        if (accumulate) {
+            acc[i][0] = _mm512_loadu_ps(c + i * NR);
+            acc[i][1] = _mm512_loadu_ps(c + i * NR + 16);
+        } else {
+            acc[i][0] = _mm512_setzero_ps();
+            acc[i][1] = _mm512_setzero_ps();
+        }
+    }
+
+    size_t countdown = 1; /* steps to the next prefetch of `next` */
+#pragma GCC unroll 2
+    for (size_t p = 0; p < k; p++) {
+        if (next) {
+            /* A counter, not p % every: a division per step costs more
+             * than the prefetch saves. */
+            if (--countdown == 0) {
+                _mm_prefetch((const char *)next, _MM_HINT_T0);
+                _mm_prefetch((const char *)(next + 16), _MM_HINT_T0);
+                next += NR;
+                countdown = every;
+            }
+        } else if (rows > 1) {
+            _mm_prefetch((const char *)(b + PREFETCH_STEPS * NR), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + PREFETCH_STEPS * NR + 16), _MM_HINT_T0);
+        }
+        const __m512 b0 = _mm512_loadu_ps(b);
+        const __m512 b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+        for (size_t i = 0; i < rows; i++) {
+            const __m512 ai = _mm512_set1_ps(a[i * a_rs]);
+            acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+        }
+        a += a_cs;
+        b += NR;
+    }
+
+#pragma GCC unroll 12
+    for (size_t i = 0; i < rows; i++) {
+        _mm512_storeu_ps(c + i * NR, acc[i][0]);
+        _mm512_storeu_ps(c + i * NR + 16, acc[i][1]);
+    }
+}
+
+void tsr_f32_gemm_ukernel_12x32__avx512(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                        const float *b, float *c, size_t m, int accumulate,
+                                        const float *next, size_t every)
+{
+    /* Packed A, the compute-bound case: constant strides free the registers
+     * that would hold them. */
+    if (m == MR && a_rs == 1 && a_cs == MR) {
+        tile(k, a, 1, MR, b, c, MR, accumulate, next, every);
+        return;
+    }
+    switch (m) {
+    case 1: tile(k, a, a_rs, a_cs, b, c, 1, accumulate, next, every); break;
+    case 2: tile(k, a, a_rs, a_cs, b, c, 2, accumulate, next, every); break;
+    case 3: tile(k, a, a_rs, a_cs, b, c, 3, accumulate, next, every); break;
+    case 4: tile(k, a, a_rs, a_cs, b, c, 4, accumulate, next, every); break;
+    case 5: tile(k, a, a_rs, a_cs, b, c, 5, accumulate, next, every); break;
+    case 6: tile(k, a, a_rs, a_cs, b, c, 6, accumulate, next, every); break;
+    case 7: tile(k, a, a_rs, a_cs, b, c, 7, accumulate, next, every); break;
+    case 8: tile(k, a, a_rs, a_cs, b, c, 8, accumulate, next, every); break;
+    case 9: tile(k, a, a_rs, a_cs, b, c, 9, accumulate, next, every); break;
+    case 10: tile(k, a, a_rs, a_cs, b, c, 10, accumulate, next, every); break;
+    case 11: tile(k, a, a_rs, a_cs, b, c, 11, accumulate, next, every); break;
+    default: tile(k, a, a_rs, a_cs, b, c, MR, accumulate, next, every); break;
+    }
+}

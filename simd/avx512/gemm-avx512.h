@@ -1,0 +1,33 @@
+/*
+ * The AVX-512 pieces of the GEMM (simd/gemm/gemm.h): one microkernel, its
+ * packer of 12-row panels and one vector epilogue, which the set's table
+ * hands to the portable frame. Compiled with the set's flags (or emulated,
+ * simd/avx512/intrinsics.h); must only run once the CPU check has passed.
+ */
+#ifndef TSR_SIMD_AVX512_GEMM_AVX512_H
+#define TSR_SIMD_AVX512_GEMM_AVX512_H
+
+#include <stddef.h>
+
+#include "simd/avx512/intrinsics.h"
+#include "simd/gemm/gemm.h"
+#include "simd/kernels.h"
+
+#define TSR_AVX512_GEMM_MR 12
+#define TSR_AVX512_GEMM_NR 32
+
+/* A tsr_gemm_ukernel_fn with MR = 12, NR = 32 (simd/avx512/f32-gemm-12x32.c). */
+void tsr_f32_gemm_ukernel_12x32__avx512(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                        const float *b, float *c, size_t m, int accumulate,
+                                        const float *next, size_t every);
+
+/* A tsr_gemm_pack_fn for mr = 12 (simd/avx512/f32-gemm-pack-12.c). */
+void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
+                                       float *packed);
+
+/* A tsr_gemm_epilogue_fn (simd/avx512/f32-gemm-epilogue.c). */
+void tsr_f32_gemm_epilogue__avx512(const float *c, size_t ldc, size_t m, size_t n,
+                                   const float *bias, tsr_activation act, const float *residual,
+                                   size_t ldr, float *y, size_t ldy);
+
+#endif

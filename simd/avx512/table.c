@@ -1,0 +1,37 @@
+/* The avx512 kernel table: the scalar table; linear layers and the FFN by the
+ * portable GEMM frame (simd/gemm/) with this set's 12 x 32 microkernel,
+ * packer and epilogue; then the set's own kernel for every other entry.
+ * No entry is left to the scalar set. Built twice (simd/avx512/intrinsics.h):
+ * natively, and emulated for the tests, as tsr_kernels_init_avx512_emulated. */
+#include "simd/avx512/avx512.h"
+#include "simd/avx512/gemm-avx512.h"
+#include "simd/dispatch.h"
+
+/* Filled once by the table's init (dispatch.c serialises it), only read
+ * after. */
+static tsr_gemm_config gemm;
+
+void tsr_kernels_init_avx512(tsr_kernels *t)
+{
+    tsr_kernels_init_scalar(t);
+#ifdef TSR_AVX512_EMULATED
+    t->name = "avx512-emulated";
+#else
+    t->name = "avx512";
+#endif
+
+    tsr_gemm_config_init(&gemm, TSR_AVX512_GEMM_MR, TSR_AVX512_GEMM_NR,
+                         tsr_f32_gemm_ukernel_12x32__avx512, tsr_f32_gemm_epilogue__avx512);
+    gemm.pack_rows = tsr_f32_gemm_pack_rows_12__avx512;
+    tsr_gemm_bind(t, &gemm);
+
+    t->attention = tsr_f32_attention__avx512;
+    t->add_layernorm = tsr_f32_add_layernorm__avx512;
+    t->activate = tsr_f32_activate__avx512;
+    t->log_softmax = tsr_f32_log_softmax__avx512;
+    t->logsumexp = tsr_f32_logsumexp__avx512;
+    t->argmax = tsr_f32_argmax__avx512;
+    t->embed = tsr_f32_embed__avx512;
+    t->f16_to_f32 = tsr_f16_to_f32__avx512;
+    t->bf16_to_f32 = tsr_bf16_to_f32__avx512;
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# make check's driver for one kernel set: `run-set.sh tests/sets/NAME.set`
+# runs the per-set test programs (kernels against double-precision loops,
+# golden end-to-end runs against PyTorch, thread and batch invariance) under
+# the set NAME only, and exits 77 (automake's SKIP) with the reason when this
+# build or CPU cannot run it, so `make check` names every set that ran and
+# every set that did not.
+#
+# TESSERA_TEST_RUNNER (words put before a binary of the build, e.g. qemu for a
+# cross build) runs `tests/tessera-test info`; TESSERA_TEST_PROGRAM_RUNNER, when
+# set, runs the Criterion programs instead (.ci/neon's qemu wrapper).
+set -u
+name=$(basename "$1" .set)
+build=${TESSERA_TEST_BUILDDIR:-.}
+
+line=$(${TESSERA_TEST_RUNNER:-} "$build/tests/tessera-test" info | grep "^kernel set $name ")
+case $line in
+*" usable")
+    echo "kernel set $name: usable here; running its tests" ;;
+"")
+    echo "kernel set $name: tests/tessera-test info does not list it" >&2
+    exit 1 ;;
+*)
+    echo "SKIP: kernel set $name: ${line#*unusable: }"
+    exit 77 ;;
+esac
+
+status=0
+for program in test_kernels test_golden test_threads; do
+    echo "== tests/$program, kernel set $name"
+    TESSERA_TEST_SETS=$name ${TESSERA_TEST_PROGRAM_RUNNER:-} "$build/tests/$program" || status=1
+done
+exit $status
