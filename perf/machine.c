@@ -35,6 +35,10 @@ perf_fma_loop_fn perf_fma_loop_for(const char *isa)
     if (strcmp(isa, "avx2") == 0)
         return perf_fma_loop__avx2;
 #endif
+#ifdef HAVE_KERNELS_AVX512
+    if (strcmp(isa, "avx512") == 0)
+        return perf_fma_loop__avx512;
+#endif
 #ifdef HAVE_KERNELS_NEON
     if (strcmp(isa, "neon") == 0)
         return perf_fma_loop__neon;

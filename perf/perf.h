@@ -70,6 +70,7 @@ typedef struct perf_machine {
 typedef double (*perf_fma_loop_fn)(uint64_t iterations);
 double perf_fma_loop__scalar(uint64_t iterations);
 double perf_fma_loop__avx2(uint64_t iterations);
+double perf_fma_loop__avx512(uint64_t iterations);
 double perf_fma_loop__neon(uint64_t iterations);
 
 /* The FMA loop of the named set, or NULL when this build has none. */
