@@ -21,8 +21,9 @@ static void usage(FILE *f)
             "  bench              timed runs on built-in Transformer-base/-big models\n"
             "\n"
             "'tessera COMMAND --help' describes each command's options.\n"
-            "Environment: TESSERA_ISA=scalar|avx2|avx512|neon forces a kernel set;\n"
-            "TESSERA_NUM_THREADS sets the thread count.\n");
+            "Environment: TESSERA_ISA=scalar|avx2|avx512|neon forces a kernel set (by\n"
+            "default the best this CPU runs: avx512, then avx2, then scalar; neon on\n"
+            "AArch64); TESSERA_NUM_THREADS sets the thread count.\n");
 }
 
 int main(int argc, char **argv)

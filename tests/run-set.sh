@@ -18,8 +18,10 @@ case $line in
 *" usable")
     echo "kernel set $name: usable here; running its tests" ;;
 "")
-    echo "kernel set $name: tests/tessera-test info does not list it" >&2
-    exit 1 ;;
+    # Only the emulated sets can be missing from the list: configure builds
+    # them when it finds SIMDe (libsimde-dev) and an avx2-capable compiler.
+    echo "SKIP: kernel set $name: not built into this build's test library (no SIMDe, or not x86-64)"
+    exit 77 ;;
 *)
     echo "SKIP: kernel set $name: ${line#*unusable: }"
     exit 77 ;;
