@@ -279,12 +279,14 @@ static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, co
         const float *next_piece = panel + (p0 + kb) * nr;
         const size_t share = sharers ? (kb + sharers - 1) / sharers : 0;
         for (size_t t = 0; t < tiles; t++) {
-            if (p0 == 0 && t * mr < rows)
-                prefetch_outputs(a, i_base + t * mr, rows - t * mr < mr ? rows - t * mr : mr,
-                                 j0, cols);
+            /* The last tile computes only the rows there are (30 rows in
+             * 12-row tiles: 12 + 12 + 6, not 36): the same chains, fewer. */
+            const size_t tile_rows = rows - t * mr < mr ? rows - t * mr : mr;
+            if (p0 == 0)
+                prefetch_outputs(a, i_base + t * mr, tile_rows, j0, cols);
             const float *next = t >= 1 && t <= sharers ? next_piece + (t - 1) * share * nr : NULL;
             cfg->ukernel(kb, packed + t * mr * k + p0 * mr, 1, mr, panel + p0 * nr,
-                         block + t * mr * nr, mr, p0 > 0, next, sharers);
+                         block + t * mr * nr, tile_rows, p0 > 0, next, sharers);
         }
         p0 += kb;
     } while (p0 < k);
