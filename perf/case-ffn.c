@@ -155,7 +155,9 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
         if (i < n_sets) {
             const tsr_kernels *t = mc->sets[i];
             r->bytes = streamed ? (double)(p1[i].bytes + p2[i].bytes) : 0;
-            r->fallback_scalar = t != mc->scalar && t->ffn == mc->scalar->ffn;
+            /* Every set's ffn is the frame's block loop over its own linear,
+             * so the linear entry is what tells a set's own FFN. */
+            r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;
             perf_packed_free(&p1[i]);
             perf_packed_free(&p2[i]);
         } else {
