@@ -266,7 +266,14 @@ static size_t cols_per_block(const tsr_gemm_config *cfg, size_t k)
 static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, const float *packed,
                         size_t i_base, size_t rows, size_t j0, size_t cols, float *block)
 {
-    const size_t k = a->w->k, mr = cfg->mr, nr = cfg->nr, kc = cfg->kc;
+    const size_t k = a->w->k, mr = cfg->mr, nr = cfg->nr;
+    /* k in pieces of (nearly) equal length, at most KC: k = 512 with KC =
+     * 384 runs as 256 + 256, not 384 + 128, so that the piece that follows
+     * any piece (in this panel or at the start of the next) is no longer
+     * than it, and the sharers below, spreading the next piece over this
+     * one's steps, prefetch all of it. */
+    const size_t pieces = (k + cfg->kc - 1) / cfg->kc;
+    const size_t kc = pieces ? (k + pieces - 1) / pieces : k;
     const size_t tiles = (rows + mr - 1) / mr;
     const size_t sharers = tiles - 1 < NEXT_PIECE_TILES ? tiles - 1 : NEXT_PIECE_TILES;
     const float *panel = a->w->panels + j0 * k;
@@ -275,9 +282,11 @@ static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, co
     do {
         size_t kb = k - p0 < kc ? k - p0 : kc;
         /* Panels are contiguous, so the piece after this one starts where
-         * it ends, whether in this panel or the next. */
+         * it ends, whether in this panel or the next (whose first piece is
+         * kc long). */
         const float *next_piece = panel + (p0 + kb) * nr;
-        const size_t share = sharers ? (kb + sharers - 1) / sharers : 0;
+        const size_t next_kb = p0 + kb < k ? (k - p0 - kb < kc ? k - p0 - kb : kc) : kc;
+        const size_t share = sharers ? (next_kb + sharers - 1) / sharers : 0;
         for (size_t t = 0; t < tiles; t++) {
             /* The last tile computes only the rows there are (30 rows in
              * 12-row tiles: 12 + 12 + 6, not 36): the same chains, fewer. */
