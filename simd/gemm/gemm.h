@@ -111,8 +111,8 @@ void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_u
  * tsr_ffn_in_blocks. */
 void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg);
 
-/* The frame's implementations, for a config (tests and perf/ call them
- * directly; a table reaches them through tsr_gemm_bind). */
+/* The frame's implementations, for a config (a table reaches them through
+ * tsr_gemm_bind). */
 size_t tsr_gemm_pack_floats(const tsr_gemm_config *cfg, size_t n, size_t k);
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, size_t k,
                           float *panels);
