@@ -61,4 +61,39 @@ static inline float tsr_avx512_hmax(__m512 v)
     return _mm_cvtss_f32(s);
 }
 
+/* A 16 x 16 transpose in registers (the attention's K tiles, the GEMM's
+ * packer): r[i] holds row i on entry and column i on return. Pairs of rows
+ * interleaved, then groups of four within each 128-bit lane, then the 4 x 4
+ * lanes across registers (64 shuffles); unrolled and inlined, so that the
+ * arrays live in registers. */
+static inline __attribute__((always_inline)) void tsr_avx512_transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + k], lane L: rows 4i .. 4i + 3 at column 4L + k. */
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    /* Column 4L + k takes lane L of u[k], u[4 + k], u[8 + k], u[12 + k]. */
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
+        __m512 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xee);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xee);
+        r[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[4 + k] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+        r[8 + k] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[12 + k] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+    }
+}
+
 #endif

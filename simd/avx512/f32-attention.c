@@ -93,39 +93,6 @@ static size_t min_size(size_t a, size_t b)
 
 /* ---- Transposing a K block ------------------------------------------------- */
 
-/* A 16 x 16 transpose in registers: pairs of rows interleaved, then groups
- * of four within each 128-bit lane, then the 4 x 4 lanes across registers
- * (64 shuffles). */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
-{
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4i + k], lane L: rows 4i .. 4i + 3 at column 4L + k. */
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
-        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
-    }
-    /* Column 4L + k takes lane L of u[k], u[4 + k], u[8 + k], u[12 + k]. */
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
-        __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
-        __m512 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xee);
-        __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
-        __m512 v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xee);
-        r[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-        r[4 + k] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
-        r[8 + k] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-        r[12 + k] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-    }
-}
-
 /* kt[c][0..16) = src[0..16)[c] for c < dims, rows of KEY_BLOCK floats; keys
  * from `keys` to 16 are zero. */
 static inline __attribute__((always_inline)) void
@@ -136,7 +103,7 @@ transpose_tile(const float *src, size_t ldk, size_t keys, size_t dims, float *kt
 #pragma GCC unroll 16
     for (size_t u = 0; u < 16; u++)
         r[u] = u < keys ? _mm512_maskz_loadu_ps(mask, src + u * ldk) : _mm512_setzero_ps();
-    transpose16(r);
+    tsr_avx512_transpose16(r);
 #pragma GCC unroll 16
     for (size_t c = 0; c < 16; c++)
         if (c < dims)
@@ -278,7 +245,7 @@ scores_1xdirect(const float *q, const float *k, size_t ldk, size_t nb, size_t d,
 #pragma GCC unroll 16
             for (size_t u = 0; u < 16; u++)
                 r[u] = u < keys ? _mm512_maskz_loadu_ps(mask, src + u * ldk) : _mm512_setzero_ps();
-            transpose16(r);
+            tsr_avx512_transpose16(r);
 #pragma GCC unroll 16
             for (size_t c = 0; c < 16; c++)
                 if (c < dims)

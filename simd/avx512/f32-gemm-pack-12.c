@@ -14,42 +14,6 @@
 
 #define MR TSR_AVX512_GEMM_MR
 
-/* In-register transpose of a 16 x 16 tile: r[i] holds row i on entry and
- * column i on return. Within 128-bit lanes first (unpack, then shuffle:
- * u[4g + c] holds, in lane L, rows 4g..4g+3 of column 4L + c), then across
- * lanes with two rounds of shuffle_f32x4. */
-static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
-{
-    __m512 t[16], u[16], v[16];
-    /* Unrolled, so that the four arrays are registers, not stack. */
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g + 0], t[4 * g + 2], 0xee);
-        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        v[c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-        v[4 + c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
-        v[8 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-        v[12 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        r[c] = _mm512_shuffle_f32x4(v[c], v[8 + c], 0x88);
-        r[4 + c] = _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0x88);
-        r[8 + c] = _mm512_shuffle_f32x4(v[c], v[8 + c], 0xdd);
-        r[12 + c] = _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0xdd);
-    }
-}
-
 /* Columns [p, p + cols) (cols <= 16) of `rows` rows into out[p * 12 ...].
  * Inlined with constant rows and cols for the full panels' full column
  * groups, so that the transpose lives in registers. */
@@ -62,7 +26,7 @@ static inline __attribute__((always_inline)) void pack_columns(const float *x, s
 #pragma GCC unroll 16
     for (size_t i = 0; i < 16; i++)
         r[i] = i < rows ? _mm512_maskz_loadu_ps(in, x + i * ldx) : _mm512_setzero_ps();
-    transpose16(r);
+    tsr_avx512_transpose16(r);
     /* A column's 12 rows as one 8-lane and one 4-lane store: cheaper than a
      * masked 16-lane store (measured: the packer took 10 % of a
      * 512 x 512 x 2048 GEMM with masked stores on Zen 5). */
