@@ -303,9 +303,12 @@ class Seq2SeqTransformer(nn.Module):
         candidate finishes only if it sorts among the first `beam`. When the
         live hypotheses reach the length limit they finish without eos.
         Finished ones are ranked by score / length^length_penalty (stable).
-        The search stops when nothing is live, `beam` have finished, or
-        n_best have finished and the best live score over limit^A cannot beat
-        the n_best-th rank. Entries it could not fill are MISSING_HYPOTHESIS.
+        The search stops when nothing is live, or when n_best have finished
+        and the best live score over limit^A cannot beat the n_best-th rank
+        (not when `beam` have finished: with a sharp model the eos candidates
+        of the poor live hypotheses sort among the first `beam` and would end
+        the search before the best one ends). Entries it could not fill are
+        MISSING_HYPOTHESIS.
 
         margin is the smallest gap met between two values whose order decides
         the output: the beam-th and (beam+1)-th candidates, the last walked
@@ -353,7 +356,7 @@ class Seq2SeqTransformer(nn.Module):
                 for tokens, score in live:
                     finish(tokens, score, limit, False)
                 live = []
-            if not live or len(finished) >= beam:
+            if not live:
                 break
             if len(finished) >= n_best:
                 bound = length_normalised(live[0][1], limit, length_penalty)
