@@ -15,7 +15,7 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Options shared by translate and score (and some by bench). */
 typedef struct cli_options {
-    const char *model_dir;
+    const char *model_dir; /* as given to -m: a directory or an installed model's name */
     int threads;
     const char *numa; /* NULL: TESSERA_NUMA, else auto */
     int smt;
@@ -44,10 +44,18 @@ typedef struct cli_model {
     tessera_model *model;
     const tessera_config *cfg;
     tsr_vocab *src_vocab, *tgt_vocab; /* NULL without --tokens */
+    char dir[4096];                   /* the directory o->model_dir resolved to */
 } cli_model;
 
+/* Resolves o->model_dir (core/model_path.h) and loads the model from there,
+ * with its vocabularies under --tokens; returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
 void cli_model_close(cli_model *cm);
+
+/* Prints the --help lines of the model option: flag (e.g. "-m, --model DIR|NAME")
+ * and what the command does with the model, then what DIR and NAME mean and
+ * where installed models are looked up. */
+void cli_usage_model(FILE *f, const char *flag, const char *what);
 
 /* ---- Input lines -------------------------------------------------------- */
 

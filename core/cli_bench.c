@@ -1,6 +1,7 @@
 /* tessera bench: timed runs on built-in Transformer configurations with
- * random weights, so that no files are needed. Each case prints one line of
- * key=value pairs; times are medians over --repeat runs after one warm-up. */
+ * random weights, so that no files are needed, or on a model directory
+ * (--model). Each case prints one line of key=value pairs; times are medians
+ * over --repeat runs after one warm-up. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,10 @@
 #include "core/memory.h"
 
 typedef struct bench_options {
-    const char *config; /* base, big, all */
+    const char *config; /* base, big, all; NULL: not given */
+    const char *model;  /* --model DIR|NAME, or NULL */
     const char *cases;  /* comma list or "all" */
-    int threads, src_len, tgt_len, repeat, batch;
+    int threads, src_len, tgt_len, repeat, batch; /* lengths 0: the default */
 } bench_options;
 
 static void usage(FILE *f)
@@ -26,6 +28,9 @@ static void usage(FILE *f)
             "Times built-in configurations on reproducible random weights (no files needed):\n"
             "  base: d_model 512, 8 heads, d_ff 2048, 6+6 layers, vocab 8000\n"
             "  big:  d_model 1024, 16 heads, d_ff 4096, 6+6 layers, vocab 8000\n"
+            "or, with --model, a real model. Sentences are reproducible random ids from the\n"
+            "source (and, for score, target) vocabulary, special ids (unk, pad, bos, eos)\n"
+            "excluded.\n"
             "Cases (one output line each, key=value pairs):\n"
             "  encoder   encoder latency for one sentence of --src-len tokens: the encoder\n"
             "            stack alone (median_ms), and with the decoder's cross-attention\n"
@@ -35,14 +40,23 @@ static void usage(FILE *f)
             "  greedy-batch  greedy decoding, --batch sentences together (tokens/s)\n"
             "  beam4     beam search with beam 4, --batch sentences together (tokens/s)\n"
             "  score     teacher-forced scoring of --batch pairs together (tokens/s)\n"
-            "Decoding runs exactly --tgt-len tokens per sentence (the random generator\n"
-            "never prefers EOS).\n"
+            "Decoding runs exactly --tgt-len tokens per sentence on the built-in\n"
+            "configurations (the random generator never prefers EOS). A real model may stop\n"
+            "at EOS sooner: its lines add tgt_tokens=, the target tokens produced (EOS not\n"
+            "counted; beam4: the best hypotheses), over which tok_per_s is computed.\n"
+            "Lines name the model as config=base, config=big, or config=NAME, the last\n"
+            "component of the model's directory.\n"
             "\n"
             "Options:\n"
-            "  --config base|big|all   configurations to run (default base)\n"
+            "  --config base|big|all   built-in configurations to run (default base)\n");
+    cli_usage_model(f, "--model DIR|NAME", "time this model instead of a built-in one:");
+    fprintf(f,
             "  --case LIST             comma-separated cases, or all (default all)\n"
-            "  --src-len N             source tokens per sentence (default 30)\n"
-            "  --tgt-len N             target tokens per sentence (default 30)\n"
+            "  --src-len N             source tokens per sentence (default 30; with --model\n"
+            "                          min(30, max_positions), and at most max_positions)\n"
+            "  --tgt-len N             target tokens per sentence (default 30; with --model\n"
+            "                          min(30, max_positions - 1), and at most\n"
+            "                          max_positions - 1, as BOS + target must fit)\n"
             "  --batch N               sentences per batch in the batch cases (default 16)\n"
             "  --repeat N              timed runs per case; the median is reported (default 5)\n"
             "  --threads N             threads (default as for translate)\n"
@@ -115,18 +129,23 @@ static double run_encoder(const tessera_model *m, const tessera_tokens *src)
 }
 
 /* One timed run of a case; returns milliseconds, or a negative value on error.
+ * *produced gets the target tokens: decoding, the tokens of the best
+ * hypotheses (EOS not counted); scoring, the target tokens fed.
  * With max_len 0, translate is the encoder and the cross-attention keys and
  * values, no decoding step (the encoder case's with_cross_kv_ms). */
 static double run_once(const tessera_model *m, const bench_case *bc, const bench_options *o,
-                       const tessera_tokens *src, const tessera_tokens *tgt, int n)
+                       const tessera_tokens *src, const tessera_tokens *tgt, int n, long *produced)
 {
     char err[512];
+    *produced = 0;
     double t0 = now_ms();
     if (bc->score) {
         float **scores;
         if (tessera_score(m, src, tgt, (size_t)n, n, &scores, err, sizeof err) != 0)
             return bench_failed(err);
         tessera_scores_free(scores, (size_t)n);
+        for (int i = 0; i < n; i++)
+            *produced += (long)tgt[i].len;
     } else {
         tessera_translate_options t;
         tessera_hypothesis *h;
@@ -136,6 +155,8 @@ static double run_once(const tessera_model *m, const bench_case *bc, const bench
         t.batch = n;
         if (tessera_translate(m, src, (size_t)n, &t, &h, err, sizeof err) != 0)
             return bench_failed(err);
+        for (int i = 0; i < n; i++) /* n_best is 1: one hypothesis per sentence */
+            *produced += (long)h[i].len;
         tessera_hypotheses_free(h, (size_t)n);
     }
     return now_ms() - t0;
@@ -147,10 +168,13 @@ static double median_of(double *ms, int n)
     return ms[n / 2];
 }
 
-static int run_case(const tessera_model *m, const char *config, const bench_case *bc,
+/* Runs and reports one case. `real`: a model from files, which may stop at
+ * EOS before --tgt-len, so its line says how many target tokens it produced. */
+static int run_case(const tessera_model *m, const char *label, int real, const bench_case *bc,
                     const bench_options *o, const tessera_tokens *src, const tessera_tokens *tgt)
 {
     int n = bc->sentences ? bc->sentences : o->batch, failed = 0;
+    long produced = 0;
     double *ms = malloc((size_t)o->repeat * sizeof *ms);
     double *enc_ms = malloc((size_t)o->repeat * sizeof *enc_ms);
     if (!ms || !enc_ms) {
@@ -160,20 +184,24 @@ static int run_case(const tessera_model *m, const char *config, const bench_case
     }
     /* One warm-up, then the timed runs (the encoder alone interleaved with
      * its translate counterpart, so both see the same machine). */
-    failed = run_once(m, bc, o, src, tgt, n) < 0 || (bc->encoder_only && run_encoder(m, src) < 0);
+    failed = run_once(m, bc, o, src, tgt, n, &produced) < 0 ||
+             (bc->encoder_only && run_encoder(m, src) < 0);
     for (int r = 0; !failed && r < o->repeat; r++) {
-        failed = (ms[r] = run_once(m, bc, o, src, tgt, n)) < 0;
+        failed = (ms[r] = run_once(m, bc, o, src, tgt, n, &produced)) < 0;
         if (!failed && bc->encoder_only)
             failed = (enc_ms[r] = run_encoder(m, src)) < 0;
     }
     if (!failed) {
         char err[256];
         double median = median_of(ms, o->repeat);
-        printf("case=%s config=%s isa=%s threads=%d sentences=%d src_len=%d", bc->name, config,
+        printf("case=%s config=%s isa=%s threads=%d sentences=%d src_len=%d", bc->name, label,
                tessera_kernel_set(err, sizeof err), tessera_threads(), n, o->src_len);
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
                    median);
+        else if (real)
+            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f tok_per_s=%.1f\n", o->tgt_len,
+                   produced, median, (double)produced / (median / 1e3));
         else
             printf(" tgt_len=%d median_ms=%.3f tok_per_s=%.1f\n", o->tgt_len, median,
                    (double)n * o->tgt_len / (median / 1e3));
@@ -196,58 +224,172 @@ static int case_selected(const char *list, const char *name)
     return 0;
 }
 
-static int bench_config(const char *name, const bench_options *o)
+/* Reproducible random ids from a vocabulary, its special ids left out. */
+typedef struct id_draw {
+    int vocab, n_special;
+    int special[4]; /* the special ids inside the vocabulary: ascending, distinct */
+} id_draw;
+
+/* Returns -1 when the vocabulary holds nothing but special ids. */
+static int id_draw_init(id_draw *d, int vocab, const tessera_config *c)
 {
-    tessera_config c;
-    tessera_model *m;
-    char err[512];
-    config_of(name, &c);
-    if (tessera_model_random(&c, 42, &m, err, sizeof err) != 0)
-        return cli_error("bench: %s", err);
+    int ids[4] = {c->unk_id, c->pad_id, c->bos_id, c->eos_id};
+    for (int i = 1; i < 4; i++) /* insertion sort */
+        for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            int t = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = t;
+        }
+    d->vocab = vocab;
+    d->n_special = 0;
+    for (int i = 0; i < 4; i++) {
+        int seen = d->n_special > 0 && d->special[d->n_special - 1] == ids[i];
+        if (ids[i] >= 0 && ids[i] < vocab && !seen)
+            d->special[d->n_special++] = ids[i];
+    }
+    return vocab > d->n_special ? 0 : -1;
+}
+
+/* The r-th ordinary id, r uniform: each special id at or below it moves it
+ * up one. With the default special ids 0..3 this is 4 + r, what the built-in
+ * configurations have always drawn. */
+static int32_t id_draw_next(const id_draw *d, uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    int32_t id = (int32_t)((*state >> 33) % (uint64_t)(d->vocab - d->n_special));
+    for (int i = 0; i < d->n_special; i++)
+        id += id >= d->special[i];
+    return id;
+}
+
+/* --src-len and --tgt-len against what max_positions allows (the decoder
+ * holds BOS + target); lengths not given become min(30, that limit). */
+static int fit_lengths(bench_options *o, const char *label, int max_positions)
+{
+    int src_max = max_positions, tgt_max = max_positions - 1;
+    if (o->src_len > src_max)
+        return cli_error("bench: --src-len %d is more than %s's max_positions (%d)", o->src_len,
+                         label, src_max);
+    if (o->tgt_len > tgt_max)
+        return cli_error("bench: --tgt-len %d is more than %s's max_positions (%d) allows: at "
+                         "most %d, as BOS + target must fit", o->tgt_len, label, max_positions,
+                         tgt_max);
+    if (o->src_len == 0)
+        o->src_len = src_max < 30 ? src_max : 30;
+    if (o->tgt_len == 0)
+        o->tgt_len = tgt_max < 30 ? tgt_max : 30;
+    return 0;
+}
+
+/* Runs the selected cases on a model, on the same sentences for each case. */
+static int bench_model(const tessera_model *m, const char *label, int real, const bench_options *o)
+{
+    const tessera_config *c = tessera_model_config(m);
+    id_draw src_draw, tgt_draw;
+    if (id_draw_init(&src_draw, c->src_vocab_size, c) != 0 ||
+        id_draw_init(&tgt_draw, c->tgt_vocab_size, c) != 0)
+        return cli_error("bench: %s: a vocabulary holds nothing but special ids", label);
     int n = o->batch > 1 ? o->batch : 1, status = 0;
-    int32_t *ids = malloc((size_t)n * (size_t)(o->src_len + o->tgt_len) * sizeof *ids);
+    size_t per = (size_t)o->src_len + (size_t)o->tgt_len;
+    int32_t *ids = malloc((size_t)n * per * sizeof *ids);
     tessera_tokens *src = malloc((size_t)n * sizeof *src), *tgt = malloc((size_t)n * sizeof *tgt);
     if (!ids || !src || !tgt)
         status = cli_error("bench: out of memory");
     uint64_t state = 7;
     for (int i = 0; status == 0 && i < n; i++) {
-        int32_t *s = ids + (size_t)i * (size_t)(o->src_len + o->tgt_len);
-        for (int t = 0; t < o->src_len + o->tgt_len; t++) {
-            state = state * 6364136223846793005ull + 1442695040888963407ull;
-            s[t] = 4 + (int32_t)((state >> 33) % (uint64_t)(c.tgt_vocab_size - 4));
-        }
+        int32_t *s = ids + (size_t)i * per;
+        for (int t = 0; t < o->src_len + o->tgt_len; t++)
+            s[t] = id_draw_next(t < o->src_len ? &src_draw : &tgt_draw, &state);
         src[i] = (tessera_tokens){s, (size_t)o->src_len};
         tgt[i] = (tessera_tokens){s + o->src_len, (size_t)o->tgt_len};
     }
     for (size_t i = 0; status == 0 && i < sizeof cases / sizeof cases[0]; i++)
         if (case_selected(o->cases, cases[i].name))
-            status = run_case(m, name, &cases[i], o, src, tgt);
+            status = run_case(m, label, real, &cases[i], o, src, tgt);
     free(ids);
     free(src);
     free(tgt);
+    return status;
+}
+
+static int bench_config(const char *name, const bench_options *given)
+{
+    tessera_config c;
+    tessera_model *m;
+    char err[512];
+    bench_options o = *given;
+    config_of(name, &c);
+    if (fit_lengths(&o, name, c.max_positions) != 0)
+        return 1;
+    if (tessera_model_random(&c, 42, &m, err, sizeof err) != 0)
+        return cli_error("bench: %s", err);
+    int status = bench_model(m, name, 0, &o);
     tessera_model_free(m);
+    return status;
+}
+
+/* The last component of path (trailing '/' ignored), into out. */
+static void last_component(const char *path, char *out, size_t len)
+{
+    size_t end = strlen(path), start;
+    while (end > 1 && path[end - 1] == '/')
+        end--;
+    for (start = end; start > 0 && path[start - 1] != '/';)
+        start--;
+    snprintf(out, len, "%.*s", (int)(end - start), path + start);
+}
+
+/* The name bench lines give a model from files: the last component of its
+ * directory as named (an installed model's name), of its real path when that
+ * says nothing ("." or ".."); blanks made '_' to keep key=value pairs. */
+static void model_label(const char *dir, char *out, size_t len)
+{
+    last_component(dir, out, len);
+    char *real = NULL;
+    if ((strcmp(out, ".") == 0 || strcmp(out, "..") == 0) && (real = realpath(dir, NULL)))
+        last_component(real, out, len);
+    free(real);
+    for (char *p = out; *p; p++)
+        if (*p == ' ' || *p == '\t')
+            *p = '_';
+}
+
+static int bench_files(const bench_options *given)
+{
+    cli_options mo = {.model_dir = given->model};
+    cli_model cm;
+    char label[256];
+    bench_options o = *given;
+    if (cli_model_open(&mo, &cm) != 0)
+        return 1;
+    model_label(cm.dir, label, sizeof label);
+    int status = fit_lengths(&o, label, cm.cfg->max_positions);
+    if (status == 0)
+        status = bench_model(cm.model, label, 1, &o);
+    cli_model_close(&cm);
     return status;
 }
 
 int cli_bench(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"case", required_argument, NULL, 'k'},
-        {"src-len", required_argument, NULL, 's'}, {"tgt-len", required_argument, NULL, 't'},
-        {"batch", required_argument, NULL, 'b'},  {"repeat", required_argument, NULL, 'r'},
-        {"threads", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"model", required_argument, NULL, 'm'},
+        {"case", required_argument, NULL, 'k'},   {"src-len", required_argument, NULL, 's'},
+        {"tgt-len", required_argument, NULL, 't'}, {"batch", required_argument, NULL, 'b'},
+        {"repeat", required_argument, NULL, 'r'}, {"threads", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    bench_options o = {"base", "all", 0, 30, 30, 5, 16};
+    bench_options o = {NULL, NULL, "all", 0, 0, 0, 5, 16};
     int opt, bad = 0;
     opterr = 0;
     optind = 1;
     while (!bad && (opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (opt) {
         case 'c': o.config = optarg; break;
+        case 'm': o.model = optarg; break;
         case 'k': o.cases = optarg; break;
-        case 's': bad = cli_parse_int("--src-len", optarg, 1, 1000, &o.src_len); break;
-        case 't': bad = cli_parse_int("--tgt-len", optarg, 1, 1000, &o.tgt_len); break;
+        case 's': bad = cli_parse_int("--src-len", optarg, 1, 1 << 20, &o.src_len); break;
+        case 't': bad = cli_parse_int("--tgt-len", optarg, 1, 1 << 20, &o.tgt_len); break;
         case 'b': bad = cli_parse_int("--batch", optarg, 1, 4096, &o.batch); break;
         case 'r': bad = cli_parse_int("--repeat", optarg, 1, 1000, &o.repeat); break;
         case 'j': bad = cli_parse_int("--threads", optarg, 1, 4096, &o.threads); break;
@@ -261,10 +403,14 @@ int cli_bench(int argc, char **argv)
         return 1;
     if (optind < argc)
         return cli_error("bench: unexpected argument '%s'", argv[optind]);
-    int base = strcmp(o.config, "base") == 0 || strcmp(o.config, "all") == 0;
-    int big = strcmp(o.config, "big") == 0 || strcmp(o.config, "all") == 0;
+    if (o.model && o.config)
+        return cli_error("bench: --model and --config exclude each other (a model from files, "
+                         "or built-in configurations)");
+    const char *config = o.config ? o.config : "base";
+    int base = strcmp(config, "base") == 0 || strcmp(config, "all") == 0;
+    int big = strcmp(config, "big") == 0 || strcmp(config, "all") == 0;
     if (!base && !big)
-        return cli_error("bench: --config '%s': expected base, big or all", o.config);
+        return cli_error("bench: --config '%s': expected base, big or all", config);
     for (size_t i = 0, any = 0; i <= sizeof cases / sizeof cases[0]; i++) {
         if (i == sizeof cases / sizeof cases[0]) {
             if (!any)
@@ -276,6 +422,8 @@ int cli_bench(int argc, char **argv)
     }
     if (cli_apply_threads(o.threads, NULL, 0) != 0)
         return 1;
+    if (o.model)
+        return bench_files(&o);
     if (base && bench_config("base", &o) != 0)
         return 1;
     if (big && bench_config("big", &o) != 0)

@@ -5,6 +5,7 @@
 
 #include "tessera-config.h"
 #include "core/cli.h"
+#include "core/model_path.h"
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
 #include "threads/topology.h"
@@ -14,7 +15,11 @@ static void usage(FILE *f)
     fprintf(f, "Usage: tessera info\n\n"
                "Prints the CPU features found, the kernel sets this build has and whether\n"
                "this CPU can run them, the set chosen (TESSERA_ISA forces one), the thread\n"
-               "count and the hwloc topology.\n");
+               "count, the hwloc topology and the thread placement, and the names of the\n"
+               "models installed in\n"
+               "  %s\n"
+               "(where -m NAME looks after the directories of TESSERA_MODELS_PATH).\n",
+            tsr_models_dir());
 }
 
 int cli_info(int argc, char **argv)
@@ -52,5 +57,8 @@ int cli_info(int argc, char **argv)
     if (tessera_describe_placement(plan, sizeof plan, err, sizeof err) != 0)
         return cli_error("%s", err);
     printf("%s%s", plan, plan[0] && plan[strlen(plan) - 1] != '\n' ? "\n" : "");
+    char names[4096];
+    tsr_model_names(tsr_models_dir(), names, sizeof names);
+    printf("installed models (%s): %s\n", tsr_models_dir(), names);
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }

@@ -4,6 +4,7 @@
 
 #include "tessera-config.h"
 #include "core/cli.h"
+#include "core/model_path.h"
 
 static void usage(FILE *f)
 {
@@ -15,15 +16,21 @@ static void usage(FILE *f)
             "input line, in order.\n"
             "\n"
             "Commands:\n"
-            "  translate -m DIR   translate token-id sentences (greedy or beam search)\n"
-            "  score -m DIR       log-probabilities of target tokens, teacher forced\n"
-            "  info               CPU features, kernel set, threads and topology\n"
-            "  bench              timed runs on built-in Transformer-base/-big models\n"
+            "  translate -m MODEL  translate token-id sentences (greedy or beam search)\n"
+            "  score -m MODEL      log-probabilities of target tokens, teacher forced\n"
+            "  info                CPU features, kernel set, threads, topology, and the\n"
+            "                      installed models\n"
+            "  bench               timed runs on built-in Transformer-base/-big models,\n"
+            "                      or on a model (--model MODEL)\n"
+            "MODEL is a model directory, or the name of an installed model (looked up in\n"
+            "TESSERA_MODELS_PATH's directories, then in %s).\n"
             "\n"
             "'tessera COMMAND --help' describes each command's options.\n"
             "Environment: TESSERA_ISA=scalar|avx2|avx512|neon forces a kernel set (by\n"
             "default the best this CPU runs: avx512, then avx2, then scalar; neon on\n"
-            "AArch64); TESSERA_NUM_THREADS sets the thread count.\n");
+            "AArch64); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
+            "(colon-separated directories) is searched for models before the installed ones.\n",
+            tsr_models_dir());
 }
 
 int main(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/cli.h"
+#include "core/model_path.h"
 
 int cli_error(const char *fmt, ...)
 {
@@ -63,18 +64,20 @@ int cli_apply_threads(int threads, const char *numa, int smt)
 
 int cli_model_open(const cli_options *o, cli_model *cm)
 {
-    char err[1024], path[4096];
+    char err[1024], path[sizeof cm->dir + 32];
     memset(cm, 0, sizeof *cm);
     if (!tessera_kernel_set(err, sizeof err))
         return cli_error("%s", err);
-    if (tessera_model_load(o->model_dir, &cm->model, err, sizeof err) != 0)
+    if (tsr_model_path_resolve(o->model_dir, cm->dir, sizeof cm->dir, err, sizeof err) != 0)
+        return cli_error("%s", err);
+    if (tessera_model_load(cm->dir, &cm->model, err, sizeof err) != 0)
         return cli_error("%s", err);
     cm->cfg = tessera_model_config(cm->model);
     if (o->tokens) {
-        snprintf(path, sizeof path, "%s/vocab.src.txt", o->model_dir);
+        snprintf(path, sizeof path, "%s/vocab.src.txt", cm->dir);
         cm->src_vocab = tsr_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
         if (cm->src_vocab) {
-            snprintf(path, sizeof path, "%s/vocab.tgt.txt", o->model_dir);
+            snprintf(path, sizeof path, "%s/vocab.tgt.txt", cm->dir);
             cm->tgt_vocab = tsr_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
         }
         if (!cm->src_vocab || !cm->tgt_vocab) {
@@ -83,6 +86,18 @@ int cli_model_open(const cli_options *o, cli_model *cm)
         }
     }
     return 0;
+}
+
+void cli_usage_model(FILE *f, const char *flag, const char *what)
+{
+    fprintf(f,
+            "  %-22s  %s\n"
+            "                          a model directory (config.json, model.safetensors),\n"
+            "                          or the NAME of an installed model: the first\n"
+            "                          directory NAME in the directories of\n"
+            "                          TESSERA_MODELS_PATH (colon-separated), then in\n"
+            "                          %s\n",
+            flag, what, tsr_models_dir());
 }
 
 void cli_model_close(cli_model *cm)
@@ -174,7 +189,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     if (optind < argc)
         return cli_error("%s: unexpected argument '%s'", cmd, argv[optind]);
     if (!o->model_dir)
-        return cli_error("%s: -m MODEL_DIR is required (try 'tessera %s --help')", cmd, cmd);
+        return cli_error("%s: -m DIR|NAME is required (try 'tessera %s --help')", cmd, cmd);
     if (o->translate.n_best > o->translate.beam)
         return cli_error("%s: --n-best %d is larger than --beam %d", cmd, o->translate.n_best,
                          o->translate.beam);

@@ -8,15 +8,16 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: tessera score -m MODEL_DIR [OPTIONS] < pairs > logprobs\n"
+            "Usage: tessera score -m DIR|NAME [OPTIONS] < pairs > logprobs\n"
             "\n"
             "Reads one 'SOURCE<TAB>TARGET' pair per line (token ids separated by spaces;\n"
             "TARGET may be empty) and writes one line per input line: the natural-log\n"
             "probability of each target token and then of EOS, space separated, with the\n"
             "decoder fed BOS + TARGET (teacher forcing).\n"
             "\n"
-            "Options:\n"
-            "  -m, --model DIR         model directory (config.json, model.safetensors)\n"
+            "Options:\n");
+    cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
+    fprintf(f,
             "  --batch N               score up to N pairs together (default 1; the output\n"
             "                          is identical whatever N)\n"
             "  --threads N             threads (default: TESSERA_NUM_THREADS, OMP_NUM_THREADS,\n"

@@ -7,13 +7,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: tessera translate -m MODEL_DIR [OPTIONS] < sources > translations\n"
+            "Usage: tessera translate -m DIR|NAME [OPTIONS] < sources > translations\n"
             "\n"
             "Reads one source sentence per line (token ids separated by spaces) and writes\n"
             "one line per input line: the target ids, without BOS and EOS.\n"
             "\n"
-            "Options:\n"
-            "  -m, --model DIR         model directory (config.json, model.safetensors)\n"
+            "Options:\n");
+    cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
+    fprintf(f,
             "  --beam N                beam size; 1 (the default) is greedy decoding\n"
             "  --max-len N             at most N target tokens (default 256; also capped so\n"
             "                          that BOS + output fits the model's max_positions)\n"

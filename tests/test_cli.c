@@ -599,6 +599,121 @@ Test(cli, pos_embedding_too_short)
     test_run_free(&r);
 }
 
+/* ---- models by name, bench on a model ------------------------------------------------- */
+
+/* A model from files with vocabulary files: max_positions 40, source vocabulary 41. */
+static const char *golden_model(void)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/tests/golden/postnorm-silu-bf16", test_srcdir());
+    return path;
+}
+
+/* -m NAME finds NAME in a directory of TESSERA_MODELS_PATH (after skipping
+ * one that does not exist) and behaves as -m with its path, vocabularies too. */
+Test(cli, model_found_by_name_in_the_models_path)
+{
+    char *models = test_make_temp_dir();
+    char *link = mw_path(models, "tessera-test-model");
+    char *target = realpath(golden_model(), NULL);
+    cr_assert(target && symlink(target, link) == 0, "cannot link %s: %s", link, strerror(errno));
+    char models_path[4200];
+    snprintf(models_path, sizeof models_path,
+             "TESSERA_MODELS_PATH=/nonexistent/tessera-models:%s/", models);
+    char *const env[] = {"TESSERA_NUM_THREADS=1", models_path, NULL};
+
+    const char *ids = "4 5 6\n7 8 9 10\n";
+    test_run by_path = run(ids, "translate", "-m", target);
+    test_run by_name = run_env(ids, env, "translate", "-m", "tessera-test-model", NULL);
+    expect_success(&by_path);
+    expect_success(&by_name);
+    cr_expect_eq(count_lines(&by_path), 2);
+    cr_expect_str_eq(by_name.out, by_path.out);
+    test_run_free(&by_path);
+    test_run_free(&by_name);
+
+    char *tokens_in = mw_path(golden_model(), "translate.tokens.in");
+    char *tokens = test_read_file(tokens_in, NULL);
+    cr_assert(tokens, "cannot read %s", tokens_in);
+    by_path = run(tokens, "translate", "-m", target, "--tokens");
+    by_name = run_env(tokens, env, "translate", "-m", "tessera-test-model", "--tokens", NULL);
+    expect_success(&by_path);
+    expect_success(&by_name);
+    cr_expect_str_eq(by_name.out, by_path.out, "--tokens: the vocabularies differ by name");
+    test_run_free(&by_path);
+    test_run_free(&by_name);
+
+    free(tokens);
+    free(tokens_in);
+    free(target);
+    free(link);
+    test_remove_dir(models);
+    free(models);
+}
+
+Test(cli, model_name_not_found)
+{
+    char *const env[] = {"TESSERA_NUM_THREADS=1",
+                         "TESSERA_MODELS_PATH=/nonexistent/models-a:/nonexistent/models-b", NULL};
+    static const char *const commands[] = {"translate", "score"};
+    for (size_t i = 0; i < 2; i++) {
+        test_run r = run_env("4 5\t6\n", env, commands[i], "-m", "no-such-tessera-model", NULL);
+        expect_failure(&r, "'no-such-tessera-model'",
+                       "/nonexistent/models-a, /nonexistent/models-b", 0);
+        cr_expect_str_empty(r.out);
+        /* ... and the installed models' directory, $(datadir)/tessera/models. */
+        cr_expect(strstr(r.err, "/tessera/models") != NULL, "stderr \"%s\" should name %s", r.err,
+                  "the installed models' directory");
+        test_run_free(&r);
+    }
+}
+
+/* tgt_tokens=N on a bench line about the golden model; -1 when absent. */
+static long bench_tgt_tokens(const char *line)
+{
+    const char *p = strstr(line, " tgt_tokens=");
+    return p ? strtol(p + 12, NULL, 10) : -1;
+}
+
+Test(cli, bench_times_a_model_directory)
+{
+    test_run r = run("", "bench", "--model", golden_model(), "--case", "greedy", "--repeat", "1");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 1, "stdout: %s", r.out);
+    cr_expect(strncmp(lines[0], "case=greedy ", 12) == 0, "\"%s\"", lines[0]);
+    cr_expect(strstr(lines[0], " config=postnorm-silu-bf16 ") != NULL,
+              "the line should name the model: \"%s\"", lines[0]);
+    /* The lengths default to min(30, what max_positions 40 allows). */
+    cr_expect(strstr(lines[0], " src_len=30 ") && strstr(lines[0], " tgt_len=30 "), "\"%s\"",
+              lines[0]);
+    long produced = bench_tgt_tokens(lines[0]);
+    cr_expect(produced >= 0 && produced <= 30, "tgt_tokens should be in [0, 30]: \"%s\"",
+              lines[0]);
+    cr_expect(strstr(lines[0], " tok_per_s=") != NULL, "\"%s\"", lines[0]);
+    free_lines(lines, n);
+    test_run_free(&r);
+}
+
+Test(cli, bench_lengths_beyond_max_positions)
+{
+    test_run r = run("", "bench", "--model", golden_model(), "--case", "greedy", "--src-len", "41");
+    expect_failure(&r, "--src-len", "40", 0);
+    test_run_free(&r);
+    /* BOS + target must fit in max_positions. */
+    r = run("", "bench", "--model", golden_model(), "--case", "greedy", "--tgt-len", "40");
+    expect_failure(&r, "--tgt-len", "39", 0);
+    test_run_free(&r);
+}
+
+Test(cli, bench_model_and_config_together)
+{
+    test_run r = run("", "bench", "--model", golden_model(), "--config", "base");
+    expect_failure(&r, "--model", "--config", 0);
+    test_run_free(&r);
+}
+
 /* ---- options and environment ------------------------------------------------------- */
 
 Test(cli, unknown_flag)
@@ -700,7 +815,8 @@ Test(cli, help)
 
     r = run("", "translate", "--help");
     cr_expect_eq(r.exit_status, 0, "stderr: %s", r.err);
-    cr_expect(strstr(r.out, "--beam") && strstr(r.out, "-m"),
+    cr_expect(strstr(r.out, "--beam") && strstr(r.out, "-m, --model DIR|NAME") &&
+                  strstr(r.out, "TESSERA_MODELS_PATH") && strstr(r.out, "/tessera/models"),
               "translate usage should list its options: \"%s\"", r.out);
     test_run_free(&r);
 }
