@@ -1,0 +1,42 @@
+#!/bin/sh
+# make check: tools/eval-demo, the accuracy check of tests/run-set.sh, can
+# fail. A copy of the shipped model whose references have two sentences
+# changed must score two exact matches fewer, and fall below a floor of all
+# sentences with exit status 1; a missing test set is exit status 2.
+set -u
+srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
+build=${TESSERA_TEST_BUILDDIR:-.}
+model=$srcdir/models/numbers-en-de
+tessera="${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/eval-demo-test.XXXXXX") || exit 99
+trap 'rm -rf "$work"' EXIT INT TERM
+for f in config.json model.safetensors vocab.src.txt vocab.tgt.txt test.src.txt; do
+    ln -s "$(cd "$model" && pwd)/$f" "$work/$f" || exit 99
+done
+# Lines 1 and 5 of the references get a wrong last word.
+awk 'NR == 1 || NR == 5 { $NF = "null" } { print }' "$model/test.ref.txt" >"$work/test.ref.txt"
+sentences=$(wc -l <"$work/test.ref.txt")
+
+right=$("$srcdir/tools/eval-demo" "$model" --tessera "$tessera") || { echo "FAIL: eval-demo on the shipped model: $right"; exit 1; }
+wrong=$("$srcdir/tools/eval-demo" "$work" --tessera "$tessera" --min-exact "$sentences")
+status=$?
+echo "shipped references: $right"
+echo "two changed:        $wrong (exit $status)"
+matches() { echo "$1" | sed -n 's/.*exact_matches=\([0-9]*\).*/\1/p'; }
+if [ "$(matches "$wrong")" -ne $(($(matches "$right") - 2)) ]; then
+    echo "FAIL: two changed references did not cost two exact matches"
+    exit 1
+fi
+if [ "$status" -ne 1 ]; then
+    echo "FAIL: eval-demo below its --min-exact floor exited $status, not 1"
+    exit 1
+fi
+rm "$work/test.src.txt"
+"$srcdir/tools/eval-demo" "$work" --tessera "$tessera" >/dev/null 2>&1
+status=$?
+if [ "$status" -ne 2 ]; then
+    echo "FAIL: eval-demo without a test set exited $status, not 2"
+    exit 1
+fi
+echo "PASS"
