@@ -74,15 +74,18 @@ function median(list,   x, k, j, t, c) {
     key = field("case") " sentences=" field("sentences") " src_len=" field("src_len") \
           (field("tgt_len") != "" ? " tgt_len=" field("tgt_len") : "") \
           (by == "isa" ? " threads=" field("threads") : "")
-    if (!(key in seen)) { seen[key] = 1; order[++cases] = key; tokens[key] = field("sentences") * field("tgt_len") }
+    if (!(key in seen)) { seen[key] = 1; order[++cases] = key }
+    # A real model (bench --model) says how many target tokens it produced
+    # (it may stop at eos); the built-in ones produce sentences x tgt_len.
+    tokens[key, field(by)] = field("tgt_tokens") != "" ? field("tgt_tokens") : field("sentences") * field("tgt_len")
     ms[key, field(by)] = ms[key, field(by)] " " field("median_ms")
 }
 END {
     for (c = 1; c <= cases; c++) {
         k = order[c]; ta = median(ms[k, a]); tb = median(ms[k, b])
         printf "%s rounds=%d ms_%s=%.3f ms_%s=%.3f", k, split(ms[k, a], x, " "), a, ta, b, tb
-        if (tokens[k] > 0)
-            printf " tok_per_s_%s=%.1f tok_per_s_%s=%.1f", a, tokens[k] / ta * 1000, b, tokens[k] / tb * 1000
+        if (tokens[k, a] > 0 && tokens[k, b] > 0)
+            printf " tok_per_s_%s=%.1f tok_per_s_%s=%.1f", a, tokens[k, a] / ta * 1000, b, tokens[k, b] / tb * 1000
         printf " speedup=%.2f\n", ta / tb
     }
 }' "$out"
