@@ -23,6 +23,7 @@ typedef struct cli_options {
     int tokens;
     tessera_translate_options translate;
     int n_best_given;
+    tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
 } cli_options;
 
 /* Parses a whole number flag value in [lo, hi]; prints the error itself. */
@@ -35,6 +36,12 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
  * --threads. */
 int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
                       void (*usage)(FILE *));
+
+/* Parses a --compute-type value; prints the error itself. */
+int cli_parse_compute_type(const char *text, tessera_compute_type *out);
+
+/* Prints the --help lines of --compute-type. */
+void cli_usage_compute_type(FILE *f);
 
 /* Applies --threads (0 = default), --numa and --smt; prints an error on failure. */
 int cli_apply_threads(int threads, const char *numa, int smt);

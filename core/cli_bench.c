@@ -18,6 +18,7 @@ typedef struct bench_options {
     const char *model;  /* --model DIR|NAME, or NULL */
     const char *cases;  /* comma list or "all" */
     int threads, src_len, tgt_len, repeat, batch; /* lengths 0: the default */
+    tessera_compute_type compute_type;            /* --compute-type, else the default */
 } bench_options;
 
 static void usage(FILE *f)
@@ -59,8 +60,9 @@ static void usage(FILE *f)
             "                          max_positions - 1, as BOS + target must fit)\n"
             "  --batch N               sentences per batch in the batch cases (default 16)\n"
             "  --repeat N              timed runs per case; the median is reported (default 5)\n"
-            "  --threads N             threads (default as for translate)\n"
-            "  -h, --help              this help\n");
+            "  --threads N             threads (default as for translate)\n");
+    cli_usage_compute_type(f);
+    fprintf(f, "  -h, --help              this help\n");
 }
 
 static double now_ms(void)
@@ -194,8 +196,10 @@ static int run_case(const tessera_model *m, const char *label, int real, const b
     if (!failed) {
         char err[256];
         double median = median_of(ms, o->repeat);
-        printf("case=%s config=%s isa=%s threads=%d sentences=%d src_len=%d", bc->name, label,
-               tessera_kernel_set(err, sizeof err), tessera_threads(), n, o->src_len);
+        printf("case=%s config=%s isa=%s compute_type=%s threads=%d sentences=%d src_len=%d",
+               bc->name, label, tessera_kernel_set(err, sizeof err),
+               tessera_compute_type_name(tessera_model_compute_type(m)), tessera_threads(), n,
+               o->src_len);
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
                    median);
@@ -321,7 +325,10 @@ static int bench_config(const char *name, const bench_options *given)
     config_of(name, &c);
     if (fit_lengths(&o, name, c.max_positions) != 0)
         return 1;
-    if (tessera_model_random(&c, 42, &m, err, sizeof err) != 0)
+    tessera_load_options load;
+    tessera_load_options_init(&load);
+    load.compute_type = o.compute_type;
+    if (tessera_model_random_with(&c, 42, &load, &m, err, sizeof err) != 0)
         return cli_error("bench: %s", err);
     int status = bench_model(m, name, 0, &o);
     tessera_model_free(m);
@@ -356,7 +363,7 @@ static void model_label(const char *dir, char *out, size_t len)
 
 static int bench_files(const bench_options *given)
 {
-    cli_options mo = {.model_dir = given->model};
+    cli_options mo = {.model_dir = given->model, .compute_type = given->compute_type};
     cli_model cm;
     char label[256];
     bench_options o = *given;
@@ -377,9 +384,10 @@ int cli_bench(int argc, char **argv)
         {"case", required_argument, NULL, 'k'},   {"src-len", required_argument, NULL, 's'},
         {"tgt-len", required_argument, NULL, 't'}, {"batch", required_argument, NULL, 'b'},
         {"repeat", required_argument, NULL, 'r'}, {"threads", required_argument, NULL, 'j'},
+        {"compute-type", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    bench_options o = {NULL, NULL, "all", 0, 0, 0, 5, 16};
+    bench_options o = {NULL, NULL, "all", 0, 0, 0, 5, 16, TESSERA_COMPUTE_DEFAULT};
     int opt, bad = 0;
     opterr = 0;
     optind = 1;
@@ -393,6 +401,7 @@ int cli_bench(int argc, char **argv)
         case 'b': bad = cli_parse_int("--batch", optarg, 1, 4096, &o.batch); break;
         case 'r': bad = cli_parse_int("--repeat", optarg, 1, 1000, &o.repeat); break;
         case 'j': bad = cli_parse_int("--threads", optarg, 1, 4096, &o.threads); break;
+        case 'T': bad = cli_parse_compute_type(optarg, &o.compute_type); break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error("bench: option '%s' needs a value", argv[optind - 1]);
         default: return cli_error("bench: unknown option '%s' (try 'tessera bench --help')",

@@ -14,8 +14,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "Usage: tessera info\n\n"
                "Prints the CPU features found, the kernel sets this build has and whether\n"
-               "this CPU can run them, the set chosen (TESSERA_ISA forces one), the thread\n"
-               "count, the hwloc topology and the thread placement, and the names of the\n"
+               "this CPU can run them, the set chosen (TESSERA_ISA forces one), the compute\n"
+               "type (TESSERA_COMPUTE_TYPE chooses one), the thread count, the hwloc topology and the thread placement, and the names of the\n"
                "models installed in\n"
                "  %s\n"
                "(where -m NAME looks after the directories of TESSERA_MODELS_PATH).\n",
@@ -33,6 +33,11 @@ int cli_info(int argc, char **argv)
 
     const tsr_cpu_features *f = tsr_cpu_features_get();
     char buf[512], err[512];
+    /* Checked before anything is printed: a bad value is the only output. */
+    const char *env_type = getenv("TESSERA_COMPUTE_TYPE");
+    tessera_compute_type type = TESSERA_COMPUTE_F32;
+    if (env_type && *env_type && tessera_compute_type_parse(env_type, &type, err, sizeof err) != 0)
+        return cli_error("TESSERA_COMPUTE_TYPE: %s", err);
     tsr_cpu_features_describe(f, buf, sizeof buf);
     printf("tessera %s\n", PACKAGE_VERSION);
     printf("cpu: %s; features: %s\n", f->arch, buf);
@@ -48,6 +53,9 @@ int cli_info(int argc, char **argv)
         return cli_error("%s", err);
     printf("kernel set chosen: %s%s\n", chosen,
            getenv("TESSERA_ISA") && *getenv("TESSERA_ISA") ? " (forced by TESSERA_ISA)" : "");
+    printf("compute type: %s%s; available: f32, bf16 (--compute-type or TESSERA_COMPUTE_TYPE)\n",
+           tessera_compute_type_name(type),
+           env_type && *env_type ? " (from TESSERA_COMPUTE_TYPE)" : " (the default)");
     if (cli_apply_threads(0, NULL, 0) != 0)
         return 1;
     printf("threads: %d\n", tessera_threads());

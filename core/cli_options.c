@@ -51,6 +51,23 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
     return 0;
 }
 
+int cli_parse_compute_type(const char *text, tessera_compute_type *out)
+{
+    char err[256];
+    if (tessera_compute_type_parse(text, out, err, sizeof err) != 0)
+        return cli_error("--compute-type: %s", err);
+    return 0;
+}
+
+void cli_usage_compute_type(FILE *f)
+{
+    fprintf(f,
+            "  --compute-type TYPE     how the linear layers hold their weights: f32 (the\n"
+            "                          default, or TESSERA_COMPUTE_TYPE), or bf16: weights\n"
+            "                          rounded to bfloat16, half the bytes to stream, math in\n"
+            "                          float32 (int8 is not available yet)\n");
+}
+
 int cli_apply_threads(int threads, const char *numa, int smt)
 {
     char err[512];
@@ -70,7 +87,10 @@ int cli_model_open(const cli_options *o, cli_model *cm)
         return cli_error("%s", err);
     if (tsr_model_path_resolve(o->model_dir, cm->dir, sizeof cm->dir, err, sizeof err) != 0)
         return cli_error("%s", err);
-    if (tessera_model_load(cm->dir, &cm->model, err, sizeof err) != 0)
+    tessera_load_options load;
+    tessera_load_options_init(&load);
+    load.compute_type = o->compute_type;
+    if (tessera_model_load_with(cm->dir, &load, &cm->model, err, sizeof err) != 0)
         return cli_error("%s", err);
     cm->cfg = tessera_model_config(cm->model);
     if (o->tokens) {
@@ -121,6 +141,7 @@ enum {
     OPT_N_BEST,
     OPT_NUMA,
     OPT_SMT,
+    OPT_COMPUTE_TYPE,
 };
 
 static const struct option all_options[] = {
@@ -135,6 +156,7 @@ static const struct option all_options[] = {
     {"n-best", required_argument, NULL, OPT_N_BEST},
     {"numa", required_argument, NULL, OPT_NUMA},
     {"smt", no_argument, NULL, OPT_SMT},
+    {"compute-type", required_argument, NULL, OPT_COMPUTE_TYPE},
     {NULL, 0, NULL, 0},
 };
 
@@ -153,6 +175,7 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_N_BEST: o->n_best_given = 1; return cli_parse_int("--n-best", arg, 1, 1024, &t->n_best);
     case OPT_NUMA: o->numa = arg; return 0;
     case OPT_SMT: o->smt = 1; return 0;
+    case OPT_COMPUTE_TYPE: return cli_parse_compute_type(arg, &o->compute_type);
     default: return 1;
     }
 }
@@ -163,6 +186,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     memset(o, 0, sizeof *o);
     tessera_translate_options_init(&o->translate);
     o->batch = 1;
+    o->compute_type = TESSERA_COMPUTE_DEFAULT;
     opterr = 0;
     optind = 1;
     int opt, index;
@@ -181,7 +205,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
             if (p->val == opt)
                 name = p->name;
         if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_NUMA && opt != OPT_SMT &&
-            !strstr(allowed, name))
+            opt != OPT_COMPUTE_TYPE && !strstr(allowed, name))
             return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
         if (apply_option(opt, optarg, o) != 0)
             return 1;

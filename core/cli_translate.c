@@ -28,7 +28,9 @@ static void usage(FILE *f)
             "  --numa POLICY           weights on NUMA nodes: replicate (a copy per node),\n"
             "                          interleave, local, off, or auto (the default, or\n"
             "                          TESSERA_NUMA): chosen from the topology and model size\n"
-            "  --smt                   with the default thread count, use SMT siblings too\n"
+            "  --smt                   with the default thread count, use SMT siblings too\n");
+    cli_usage_compute_type(f);
+    fprintf(f,
             "  --tokens                input and output are tokens, mapped through the model's\n"
             "                          vocab.src.txt / vocab.tgt.txt (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"

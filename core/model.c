@@ -62,13 +62,19 @@ static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t
     return 0;
 }
 
-/* Panels are carved from the arena, each 64-byte aligned. */
-static float *arena_take(tessera_model *m, size_t floats)
+/* Bytes rounded up to whole 64-byte lines. */
+static size_t whole_lines(size_t bytes)
 {
-    size_t rounded = (floats + 15) / 16 * 16;
-    if (rounded > m->arena_floats - m->arena_used)
+    return (bytes + 63) / 64 * 64;
+}
+
+/* Panels are carved from the arena, each 64-byte aligned. */
+static void *arena_take(tessera_model *m, size_t bytes)
+{
+    size_t rounded = whole_lines(bytes);
+    if (rounded > m->arena_bytes - m->arena_used)
         return NULL;
-    float *p = m->arena + m->arena_used;
+    void *p = m->arena + m->arena_used;
     m->arena_used += rounded;
     return p;
 }
@@ -81,10 +87,11 @@ static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t
     lin->n = n;
     lin->k = k;
     lin->bias = bias;
-    lin->panels = arena_take(b->m, kern->pack_floats(kern, n, k));
+    lin->type = b->m->weight_type;
+    lin->panels = arena_take(b->m, kern->pack_bytes(kern, lin->type, n, k));
     if (!lin->panels)
         return out_of_memory(b, name);
-    kern->pack_linear(kern, b->staging + row0 * k, n, k, lin->panels);
+    kern->pack_linear(kern, lin->type, b->staging + row0 * k, n, k, lin->panels);
     return 0;
 }
 
@@ -252,30 +259,30 @@ static size_t largest_weight(const tessera_config *c)
     return big;
 }
 
-/* Floats arena_take hands out for one layer's panels. */
-static size_t panel_floats(const tsr_kernels *k, size_t n, size_t in)
+/* Bytes arena_take hands out for one layer's panels. */
+static size_t panel_bytes(const tsr_kernels *k, tsr_weight_type t, size_t n, size_t in)
 {
-    return (k->pack_floats(k, n, in) + 15) / 16 * 16;
+    return whole_lines(k->pack_bytes(k, t, n, in));
 }
 
-/* Floats of every packed panel, as pack_rows will carve them. */
-static size_t arena_size(const tessera_config *c, const tsr_kernels *k)
+/* Bytes of every packed panel, as pack_rows will carve them. */
+static size_t arena_size(const tessera_config *c, const tsr_kernels *k, tsr_weight_type t)
 {
     size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, v = (size_t)c->tgt_vocab_size;
-    size_t ffn = panel_floats(k, f, d) + panel_floats(k, d, f);
-    size_t self = panel_floats(k, 3 * d, d) + panel_floats(k, d, d);
-    size_t cross = panel_floats(k, d, d) + panel_floats(k, 2 * d, d) + panel_floats(k, d, d);
+    size_t ffn = panel_bytes(k, t, f, d) + panel_bytes(k, t, d, f);
+    size_t self = panel_bytes(k, t, 3 * d, d) + panel_bytes(k, t, d, d);
+    size_t cross = panel_bytes(k, t, d, d) + panel_bytes(k, t, 2 * d, d) + panel_bytes(k, t, d, d);
     return (size_t)c->n_encoder_layers * (self + ffn) +
-           (size_t)c->n_decoder_layers * (self + cross + ffn) + panel_floats(k, v, d);
+           (size_t)c->n_decoder_layers * (self + cross + ffn) + panel_bytes(k, t, v, d);
 }
 
-static void relocate_linear(tsr_packed_linear *w, const float *from, float *to)
+static void relocate_linear(tsr_packed_linear *w, const unsigned char *from, unsigned char *to)
 {
-    w->panels = to + (w->panels - from);
+    w->panels = to + ((unsigned char *)w->panels - from);
 }
 
 /* Points every packed layer at `to` instead of `from` (same layout). */
-static void relocate(tessera_model *m, const float *from, float *to)
+static void relocate(tessera_model *m, const unsigned char *from, unsigned char *to)
 {
     for (int i = 0; i < m->cfg.n_encoder_layers; i++) {
         tsr_encoder_layer *l = &m->enc[i];
@@ -303,7 +310,7 @@ static void relocate(tessera_model *m, const float *from, float *to)
 static int place_weights(tessera_model *m, char *err, size_t err_len)
 {
     const tsr_topology *topo;
-    size_t bytes = m->arena_used * sizeof(float);
+    size_t bytes = m->arena_used;
     const tsr_placement *plan = tsr_runtime_placement(bytes, &topo, err, err_len);
     if (!plan)
         return -1;
@@ -365,7 +372,8 @@ static int build_all(builder *b)
 }
 
 tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                               const tsr_weight_source *src, char *err, size_t err_len)
+                               tessera_compute_type type, const tsr_weight_source *src,
+                               char *err, size_t err_len)
 {
     tessera_model *m = calloc(1, sizeof *m);
     if (!m) {
@@ -374,15 +382,17 @@ tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *ker
     }
     m->cfg = *cfg;
     m->kernels = kernels;
+    m->compute_type = type;
+    m->weight_type = type == TESSERA_COMPUTE_BF16 ? TSR_WEIGHTS_BF16 : TSR_WEIGHTS_F32;
     m->act = activation_of(cfg->activation);
     m->d = (size_t)cfg->d_model;
     m->n_heads = (size_t)cfg->n_heads;
     m->d_head = m->d / m->n_heads;
     m->emb_scale = cfg->scale_embedding ? sqrtf((float)cfg->d_model) : 1.0f;
 
-    m->arena_floats = arena_size(cfg, kernels);
-    m->arena = tsr_alloc_floats(m->arena_floats);
-    m->weight_bytes += m->arena_floats * sizeof(float);
+    m->arena_bytes = arena_size(cfg, kernels, m->weight_type);
+    m->arena = tsr_alloc(m->arena_bytes, 1);
+    m->weight_bytes += m->arena_bytes;
     builder b = {m, src, tsr_alloc_floats(largest_weight(cfg)), err, err_len};
     int rc = b.staging && m->arena ? build_all(&b) : out_of_memory(&b, "packed weights");
     tsr_free(b.staging);
@@ -416,3 +426,5 @@ void tessera_model_free(tessera_model *m)
 const tessera_config *tessera_model_config(const tessera_model *m) { return &m->cfg; }
 
 size_t tessera_model_weight_bytes(const tessera_model *m) { return m->weight_bytes; }
+
+tessera_compute_type tessera_model_compute_type(const tessera_model *m) { return m->compute_type; }

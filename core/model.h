@@ -1,6 +1,7 @@
 /* The in-memory model: configuration, the chosen kernel table and every
- * weight, already widened to float32 and packed for that table. Immutable
- * after tsr_model_build returns. */
+ * weight, already widened to float32 (linear layers: converted to the
+ * compute type) and packed for that table. Immutable after tsr_model_build
+ * returns. */
 #ifndef TSR_CORE_MODEL_H
 #define TSR_CORE_MODEL_H
 
@@ -44,6 +45,8 @@ typedef struct tsr_decoder_layer {
 struct tessera_model {
     tessera_config cfg;
     const tsr_kernels *kernels;
+    tessera_compute_type compute_type;
+    tsr_weight_type weight_type; /* how the linear layers hold it */
     tsr_activation act;
     float emb_scale;
     size_t d, d_head, n_heads;
@@ -59,9 +62,9 @@ struct tessera_model {
     /* Every packed panel lives in one arena, so that the placement plan can
      * give each NUMA node a copy of its own: replicas[0] is where the
      * panels pointers point, replicas[c] the same bytes on copy c's node. */
-    float *arena;
-    size_t arena_floats, arena_used;
-    float **replicas;
+    unsigned char *arena;
+    size_t arena_bytes, arena_used;
+    unsigned char **replicas;
     tsr_numa_block *replica_blocks; /* NULL when replicas[0] is the arena itself */
     int n_replicas;
 
@@ -80,7 +83,7 @@ static inline const tsr_packed_linear *tsr_model_replica(const tessera_model *m,
     if (copy <= 0 || copy >= m->n_replicas)
         return w;
     *local = *w;
-    local->panels = m->replicas[copy] + (w->panels - m->replicas[0]);
+    local->panels = m->replicas[copy] + ((unsigned char *)w->panels - m->replicas[0]);
     return local;
 }
 
@@ -97,8 +100,10 @@ typedef struct tsr_weight_source {
 } tsr_weight_source;
 
 /* Builds a model from a validated config and a weight source, packing with
- * `kernels`. Returns NULL with a message on error. */
+ * `kernels` for compute type `type` (an explicit type, not
+ * TESSERA_COMPUTE_DEFAULT). Returns NULL with a message on error. */
 tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                               const tsr_weight_source *src, char *err, size_t err_len);
+                               tessera_compute_type type, const tsr_weight_source *src,
+                               char *err, size_t err_len);
 
 #endif

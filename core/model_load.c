@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/compute_type.h"
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/model.h"
@@ -71,9 +72,18 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
 
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)
 {
+    return tessera_model_load_with(dir, NULL, model, err, err_len);
+}
+
+int tessera_model_load_with(const char *dir, const tessera_load_options *options,
+                            tessera_model **model, char *err, size_t err_len)
+{
     char path[4096];
     tessera_config cfg;
+    tessera_compute_type type;
     *model = NULL;
+    if (tsr_compute_type_resolve(options, &type, err, err_len) != 0)
+        return -1;
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
     if (!kernels)
         return -1;
@@ -88,7 +98,7 @@ int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t
         return tsr_fail_prefix(err, err_len, path);
 
     tsr_weight_source src = {fetch_from_file, &fs};
-    *model = tsr_model_build(&cfg, kernels, &src, err, err_len);
+    *model = tsr_model_build(&cfg, kernels, type, &src, err, err_len);
     tsr_safetensors_close(&fs.st);
     if (!*model)
         return tsr_fail_prefix(err, err_len, path);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/compute_type.h"
 #include "core/config.h"
 #include "core/errors.h"
 #include "core/model.h"
@@ -69,14 +70,23 @@ static int fetch_random(void *ctx, const char *name, const size_t *shape, size_t
 int tessera_model_random(const tessera_config *config, uint64_t seed, tessera_model **model,
                          char *err, size_t err_len)
 {
+    return tessera_model_random_with(config, seed, NULL, model, err, err_len);
+}
+
+int tessera_model_random_with(const tessera_config *config, uint64_t seed,
+                              const tessera_load_options *options, tessera_model **model,
+                              char *err, size_t err_len)
+{
+    tessera_compute_type type;
     *model = NULL;
-    if (tsr_config_validate(config, err, err_len) != 0)
+    if (tsr_config_validate(config, err, err_len) != 0 ||
+        tsr_compute_type_resolve(options, &type, err, err_len) != 0)
         return -1;
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
     if (!kernels)
         return -1;
     random_source rs = {seed, config};
     tsr_weight_source src = {fetch_random, &rs};
-    *model = tsr_model_build(config, kernels, &src, err, err_len);
+    *model = tsr_model_build(config, kernels, type, &src, err, err_len);
     return *model ? 0 : -1;
 }

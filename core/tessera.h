@@ -45,15 +45,52 @@ typedef struct tessera_config {
 
 typedef struct tessera_model tessera_model;
 
+/* How the weights of the linear layers (attention projections, FFN,
+ * generator) are held and multiplied; activations, attention, LayerNorm,
+ * softmax and the KV cache are float32 whatever the type (INTERFACE.md). */
+typedef enum tessera_compute_type {
+    TESSERA_COMPUTE_DEFAULT = -1, /* TESSERA_COMPUTE_TYPE from the environment, else f32 */
+    TESSERA_COMPUTE_F32 = 0,
+    TESSERA_COMPUTE_BF16 = 1, /* weights rounded to bfloat16, math in float32 */
+    TESSERA_COMPUTE_INT8 = 2, /* not available yet: loading with it is an error */
+} tessera_compute_type;
+
+/* "f32", "bf16", "int8"; "default" for TESSERA_COMPUTE_DEFAULT. */
+const char *tessera_compute_type_name(tessera_compute_type type);
+
+/* Parses "f32", "bf16" or "int8" (as --compute-type and TESSERA_COMPUTE_TYPE
+ * take them); -1 with a message naming the value otherwise. */
+int tessera_compute_type_parse(const char *name, tessera_compute_type *type, char *err,
+                               size_t err_len);
+
+/* How to load a model. Initialise with tessera_load_options_init, then set
+ * the fields wanted: fields added later start at their defaults there. */
+typedef struct tessera_load_options {
+    tessera_compute_type compute_type;
+} tessera_load_options;
+
+/* Defaults: compute_type TESSERA_COMPUTE_DEFAULT. */
+void tessera_load_options_init(tessera_load_options *options);
+
 /* Loads MODEL_DIR (config.json + model.safetensors). The weights file is
- * mapped, validated, widened to float32 and repacked for the kernel set in
- * use; the mapping is released before returning. */
+ * mapped, validated, widened to float32, converted to the compute type and
+ * repacked for the kernel set in use; the mapping is released before
+ * returning. tessera_model_load is tessera_model_load_with default options. */
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len);
+int tessera_model_load_with(const char *dir, const tessera_load_options *options,
+                            tessera_model **model, char *err, size_t err_len);
 
 /* Builds a model of the given architecture with reproducible random weights
- * (for benchmarks): no files needed. */
+ * (for benchmarks): no files needed. The _with form takes load options (NULL:
+ * the defaults). */
 int tessera_model_random(const tessera_config *config, uint64_t seed, tessera_model **model,
                          char *err, size_t err_len);
+int tessera_model_random_with(const tessera_config *config, uint64_t seed,
+                              const tessera_load_options *options, tessera_model **model,
+                              char *err, size_t err_len);
+
+/* The compute type the model was loaded with (never TESSERA_COMPUTE_DEFAULT). */
+tessera_compute_type tessera_model_compute_type(const tessera_model *model);
 
 /* Releases a model; NULL is accepted. */
 void tessera_model_free(tessera_model *model);

@@ -7,6 +7,7 @@
 
 #include "core/memory.h"
 #include "perf/perf.h"
+#include "simd/bf16.h"
 
 void perf_fill_random(float *x, size_t n, uint32_t seed)
 {
@@ -56,12 +57,11 @@ static float *alloc_or_exit(size_t n)
     return p;
 }
 
-void perf_pack_copies(const tsr_kernels *t, const float *w, const float *bias, size_t n, size_t k,
-                      size_t copies, perf_packed *out)
+void perf_pack_copies(const tsr_kernels *t, tsr_weight_type type, const float *w,
+                      const float *bias, size_t n, size_t k, size_t copies, perf_packed *out)
 {
-    size_t floats = t->pack_floats(t, n, k);
-    out->bytes = floats * sizeof(float);
-    out->stride = aligned_stride(floats);
+    out->bytes = t->pack_bytes(t, type, n, k);
+    out->stride = aligned_stride((out->bytes + sizeof(float) - 1) / sizeof(float));
     out->copies = copies;
     out->store = alloc_or_exit(out->stride * copies);
     out->w = malloc(copies * sizeof *out->w);
@@ -69,14 +69,26 @@ void perf_pack_copies(const tsr_kernels *t, const float *w, const float *bias, s
         fprintf(stderr, "tessera-perf: out of memory\n");
         exit(1);
     }
-    t->pack_linear(t, w, n, k, out->store);
+    t->pack_linear(t, type, w, n, k, out->store);
     for (size_t c = 0; c < copies; c++) {
         if (c > 0)
             memcpy(out->store + c * out->stride, out->store, out->bytes);
         out->w[c] = (tsr_packed_linear){
-            .n = n, .k = k, .bias = bias, .panels = out->store + c * out->stride,
+            .n = n, .k = k, .bias = bias, .panels = out->store + c * out->stride, .type = type,
         };
     }
+}
+
+void perf_round_weights(tsr_weight_type type, float *w, size_t n)
+{
+    if (type == TSR_WEIGHTS_BF16)
+        for (size_t i = 0; i < n; i++)
+            w[i] = tsr_bf16_to_f32(tsr_f32_to_bf16(w[i]));
+}
+
+const char *perf_type_name(tsr_weight_type type)
+{
+    return type == TSR_WEIGHTS_BF16 ? "bf16" : "f32";
 }
 
 void perf_packed_free(perf_packed *p)

@@ -96,8 +96,10 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
     float *x = perf_random_floats(out, 11);
     float *residual = perf_random_floats(out, 12);
     float *w1 = perf_random_floats(c->d_ff * c->d, 13);
+    perf_round_weights(o->weight_type, w1, c->d_ff * c->d);
     float *b1 = perf_random_floats(c->d_ff, 14);
     float *w2 = perf_random_floats(c->d * c->d_ff, 15);
+    perf_round_weights(o->weight_type, w2, c->d * c->d_ff);
     float *b2 = perf_random_floats(c->d, 16);
     const char *peers[PERF_MAX_PEERS];
     const size_t n_sets = mc->n_sets, n_peers = o->peers ? perf_peer_names(peers) : 0;
@@ -114,15 +116,16 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
     char what[160], shape[64];
 
     snprintf(shape, sizeof shape, "%zux%zux%zu", c->m, c->d_ff, c->d);
-    snprintf(what, sizeof what, "op=ffn name=%s shape=%s", c->name, shape);
+    snprintf(what, sizeof what, "op=ffn name=%s shape=%s type=%s", c->name, shape,
+             perf_type_name(o->weight_type));
 
     for (size_t s = 0; s < n_sets; s++) {
         const tsr_kernels *t = mc->sets[s];
-        size_t bytes = (t->pack_floats(t, c->d_ff, c->d) + t->pack_floats(t, c->d, c->d_ff)) *
-                       sizeof(float);
+        size_t bytes = t->pack_bytes(t, o->weight_type, c->d_ff, c->d) +
+                       t->pack_bytes(t, o->weight_type, c->d, c->d_ff);
         size_t copies = perf_copies_for(mc, bytes, streamed);
-        perf_pack_copies(t, w1, b1, c->d_ff, c->d, copies, &p1[s]);
-        perf_pack_copies(t, w2, b2, c->d, c->d_ff, copies, &p2[s]);
+        perf_pack_copies(t, o->weight_type, w1, b1, c->d_ff, c->d, copies, &p1[s]);
+        perf_pack_copies(t, o->weight_type, w2, b2, c->d, c->d_ff, copies, &p2[s]);
         scratch[s] = perf_random_floats((size_t)o->threads * t->ffn_block_rows * c->d_ff, 19);
         y[s] = perf_random_floats(out, 17);
         jobs[s] = (ffn_job){.t = t, .w1 = &p1[s], .w2 = &p2[s], .x = x, .residual = residual,
@@ -155,6 +158,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
         if (i < n_sets) {
             const tsr_kernels *t = mc->sets[i];
             r->bytes = streamed ? (double)(p1[i].bytes + p2[i].bytes) : 0;
+            r->type = perf_type_name(o->weight_type);
             /* Every set's ffn is the frame's block loop over its own linear,
              * so the linear entry is what tells a set's own FFN. */
             r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;

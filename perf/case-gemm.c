@@ -79,6 +79,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
     const size_t out = c->m * c->n;
     float *x = perf_random_floats(c->m * c->k, 1);
     float *w = perf_random_floats(c->n * c->k, 2);
+    perf_round_weights(o->weight_type, w, c->n * c->k);
     const char *peers[PERF_MAX_PEERS];
     const size_t n_sets = mc->n_sets, n_peers = o->peers ? perf_peer_names(peers) : 0;
     const size_t n_all = n_sets + n_peers;
@@ -94,12 +95,14 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
     char what[160], shape[64];
 
     snprintf(shape, sizeof shape, "%zux%zux%zu", c->m, c->n, c->k);
-    snprintf(what, sizeof what, "op=gemm name=%s shape=%s", c->name, shape);
+    snprintf(what, sizeof what, "op=gemm name=%s shape=%s type=%s", c->name, shape,
+             perf_type_name(o->weight_type));
 
     for (size_t s = 0; s < n_sets; s++) {
         const tsr_kernels *t = mc->sets[s];
-        size_t bytes = t->pack_floats(t, c->n, c->k) * sizeof(float);
-        perf_pack_copies(t, w, NULL, c->n, c->k, perf_copies_for(mc, bytes, streamed), &packed[s]);
+        size_t bytes = t->pack_bytes(t, o->weight_type, c->n, c->k);
+        perf_pack_copies(t, o->weight_type, w, NULL, c->n, c->k,
+                         perf_copies_for(mc, bytes, streamed), &packed[s]);
         y[s] = perf_random_floats(out, 3);
         jobs[s] = (linear_job){.t = t, .packed = &packed[s], .x = x, .m = c->m, .y = y[s],
                                .threads = o->threads};
@@ -127,6 +130,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
         if (i < n_sets) {
             const tsr_kernels *t = mc->sets[i];
             r->bytes = streamed ? (double)packed[i].bytes : 0;
+            r->type = perf_type_name(o->weight_type);
             r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;
             perf_packed_free(&packed[i]);
         } else {

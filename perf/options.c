@@ -33,6 +33,9 @@ static void usage(FILE *f)
             "                   activation, embed, widen, or all (default all)\n"
             "  --isa NAME       time one kernel set only (scalar, avx2, avx512, neon)\n"
             "  --threads N      threads for tessera's kernels and the peers (default 1)\n"
+            "  --type f32|bf16  how tessera holds the gemm and ffn weights (default f32);\n"
+            "                   with bf16 every candidate, peers too, multiplies by the\n"
+            "                   same bf16-rounded weights\n"
             "  --shape S        one shape instead of the built-in ones, for a single --op:\n"
             "                   gemm MxNxK (rows, outputs, inputs); ffn MxD_FFxD;\n"
             "                   attention NQxNKxD (run unmasked and causal);\n"
@@ -123,7 +126,7 @@ static int parse_shape(const char *arg, size_t shape[3])
 int perf_parse_options(int argc, char **argv, perf_options *o)
 {
     enum { OPT_OP = 256, OPT_ISA, OPT_THREADS, OPT_SHAPE, OPT_REPEAT, OPT_MIN_TIME,
-           OPT_MAX_TIME, OPT_QUICK, OPT_NO_PEERS, OPT_NO_CEILINGS, OPT_CLOCK };
+           OPT_MAX_TIME, OPT_QUICK, OPT_NO_PEERS, OPT_NO_CEILINGS, OPT_CLOCK, OPT_TYPE };
     static const struct option longopts[] = {
         {"op", required_argument, NULL, OPT_OP},
         {"isa", required_argument, NULL, OPT_ISA},
@@ -136,6 +139,7 @@ int perf_parse_options(int argc, char **argv, perf_options *o)
         {"no-peers", no_argument, NULL, OPT_NO_PEERS},
         {"no-ceilings", no_argument, NULL, OPT_NO_CEILINGS},
         {"clock", required_argument, NULL, OPT_CLOCK},
+        {"type", required_argument, NULL, OPT_TYPE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -194,6 +198,13 @@ int perf_parse_options(int argc, char **argv, perf_options *o)
                 return -1;
             }
             o->cpu_clock = strcmp(optarg, "cpu") == 0;
+            break;
+        case OPT_TYPE:
+            if (strcmp(optarg, "f32") != 0 && strcmp(optarg, "bf16") != 0) {
+                fprintf(stderr, "tessera-perf: --type expects f32 or bf16, not '%s'\n", optarg);
+                return -1;
+            }
+            o->weight_type = strcmp(optarg, "bf16") == 0 ? TSR_WEIGHTS_BF16 : TSR_WEIGHTS_F32;
             break;
         case 'h':
             usage(stdout);

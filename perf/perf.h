@@ -42,6 +42,7 @@ typedef struct perf_options {
     int peers;          /* compare with OpenBLAS / oneDNN when built with them */
     int ceilings;       /* measure the FMA peaks and the bandwidth first */
     int cpu_clock;      /* time cases by the thread's CPU time, not wall time */
+    tsr_weight_type weight_type; /* how tessera's sets hold gemm/ffn weights (--type) */
 } perf_options;
 
 /* Parses argv into o. Returns 0 to run, 1 when --help was printed, -1 on a
@@ -161,8 +162,16 @@ typedef struct perf_packed {
     size_t stride;        /* floats between copies */
     float *store;
 } perf_packed;
-void perf_pack_copies(const tsr_kernels *t, const float *w, const float *bias, size_t n, size_t k,
-                      size_t copies, perf_packed *out);
+void perf_pack_copies(const tsr_kernels *t, tsr_weight_type type, const float *w,
+                      const float *bias, size_t n, size_t k, size_t copies, perf_packed *out);
+
+/* The weights every candidate of a gemm or ffn case multiplies by: w itself,
+ * or, for bf16, w rounded to bfloat16 (in place), so that the peers, which
+ * read float32, compute with the same values and results stay comparable. */
+void perf_round_weights(tsr_weight_type type, float *w, size_t n);
+
+/* The name of a weight type, for the type= field. */
+const char *perf_type_name(tsr_weight_type type);
 void perf_packed_free(perf_packed *p);
 
 /* `copies` copies of src[n], `*stride` floats apart, 64-byte aligned. */
@@ -184,6 +193,7 @@ typedef struct perf_result {
     const char *name;    /* which layer the shape is, or NULL */
     const char *isa;     /* kernel set, or NULL for a peer */
     const char *peer;    /* openblas, onednn, or NULL */
+    const char *type;    /* a set's weight type (gemm, ffn), or NULL */
     char shape[64];
     int threads;
     double ms;           /* median per call */

@@ -72,6 +72,8 @@ void perf_print_result(const perf_result *r)
         printf(" isa=%s", r->isa);
     if (r->peer)
         printf(" peer=%s", r->peer);
+    if (r->type)
+        printf(" type=%s", r->type);
     printf(" shape=%s threads=%d", r->shape, r->threads);
     print_value("ms", r->ms);
     if (r->flops > 0) {

@@ -28,17 +28,30 @@ typedef enum tsr_activation {
     TSR_ACT_SILU, /* x * sigmoid(x) */
 } tsr_activation;
 
+/* How a linear layer's weights are held in memory: the model's compute type.
+ * Whatever the type, activations, accumulation and everything outside the
+ * linear layers stay float32. */
+typedef enum tsr_weight_type {
+    TSR_WEIGHTS_F32 = 0,
+    /* bfloat16, rounded to nearest even at packing (simd/bf16.h) and widened
+     * exactly as the kernels read them: a set's bf16 result is bit-identical
+     * to its f32 result on the rounded weights. */
+    TSR_WEIGHTS_BF16,
+} tsr_weight_type;
+
 /*
  * Weights of one linear layer y = x W^T + b, W given as [n][k] (PyTorch's
  * [out_features][in_features]) and repacked once, at load, into whatever layout
- * the kernel set's linear() reads fastest. The packed buffer is allocated by
- * the caller (pack_floats() floats, 64-byte aligned) and owned by it.
+ * the kernel set's linear() reads fastest, holding the values as `type`. The
+ * packed buffer is allocated by the caller (pack_bytes() bytes, 64-byte
+ * aligned) and owned by it.
  */
 typedef struct tsr_packed_linear {
-    size_t n;           /* output features */
-    size_t k;           /* input features */
-    const float *bias;  /* [n], or NULL for no bias; not owned */
-    float *panels;      /* layout private to the set that packed it */
+    size_t n;             /* output features */
+    size_t k;             /* input features */
+    const float *bias;    /* [n], or NULL for no bias; not owned */
+    void *panels;         /* layout private to the set that packed it */
+    tsr_weight_type type; /* what panels hold */
 } tsr_packed_linear;
 
 /* y[i][j] = residual[i][j] + act(sum_k x[i][k] W[j][k] + b[j]) for rows
@@ -116,9 +129,12 @@ typedef struct tsr_kernels {
      * layers (scalar). */
     const struct tsr_gemm_config *gemm;
     size_t linear_n_align;
-    size_t (*pack_floats)(const struct tsr_kernels *ks, size_t n, size_t k);
-    void (*pack_linear)(const struct tsr_kernels *ks, const float *w, size_t n, size_t k,
-                        float *panels);
+    /* Bytes the packed form of an n x k weight takes as `type`, and the
+     * packing of W ([n][k] float32) into it: bf16 rounds each value to
+     * nearest even, the only change packing ever makes to a value. */
+    size_t (*pack_bytes)(const struct tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
+    void (*pack_linear)(const struct tsr_kernels *ks, tsr_weight_type type, const float *w,
+                        size_t n, size_t k, void *panels);
     void (*linear)(const struct tsr_kernels *ks, const tsr_linear_args *a);
     size_t ffn_block_rows;
     void (*ffn)(const struct tsr_kernels *ks, const tsr_ffn_args *a);

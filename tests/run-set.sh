@@ -44,11 +44,41 @@ if [ -z "$floor" ]; then
     echo "FAIL: $model/accuracy.txt has no min_exact_matches line"
     exit 1
 fi
+# Each line of eval-demo says exact_matches=N; keep N of the batch-16 runs.
+exact_of() {
+    sed -n 's/.*exact_matches=\([0-9]*\).*/\1/p'
+}
+f32_greedy=
+f32_beam=
 for options in "--beam 1 --batch 1" "--beam 1 --batch 16" "--beam 4 --batch 1" "--beam 4 --batch 16"; do
     echo "== accuracy of models/numbers-en-de, kernel set $name, $options (floor $floor)"
     # shellcheck disable=SC2086 # the runner and the options are words
-    TESSERA_ISA=$name "$srcdir/tools/eval-demo" "$model" \
+    result=$(TESSERA_ISA=$name "$srcdir/tools/eval-demo" "$model" \
         --tessera "${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test" --min-exact "$floor" \
-        $options || status=1
+        $options) || status=1
+    echo "$result"
+    case $options in
+    "--beam 1 --batch 16") f32_greedy=$(echo "$result" | exact_of) ;;
+    "--beam 4 --batch 16") f32_beam=$(echo "$result" | exact_of) ;;
+    esac
+done
+# Reduced precision: bf16 must stay within 0.5 points (5 sentences in 1000)
+# of what f32 got above with the same decoding, this set, batch 16 (batch
+# and thread invariance are the other programs' business).
+for decoding in greedy beam; do
+    if [ "$decoding" = greedy ]; then f32=$f32_greedy beam=1; else f32=$f32_beam beam=4; fi
+    if [ -z "$f32" ]; then
+        echo "FAIL: no f32 exact-match count for $decoding to compare bf16 with"
+        status=1
+        continue
+    fi
+    sentences=$(wc -l <"$model/test.ref.txt")
+    bf16_floor=$((f32 - sentences / 200))
+    echo "== accuracy, kernel set $name, --compute-type bf16 --beam $beam --batch 16" \
+        "(floor $bf16_floor: f32's $f32 less 0.5 points)"
+    # shellcheck disable=SC2086 # the runner is words
+    TESSERA_ISA=$name "$srcdir/tools/eval-demo" "$model" \
+        --tessera "${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test" \
+        --min-exact "$bf16_floor" --compute-type bf16 --beam $beam --batch 16 || status=1
 done
 exit $status

@@ -284,6 +284,57 @@ Test(cli, half_precision_weights_match_f32)
     test_run_free(&half);
 }
 
+/* The same exactness for the bf16 compute type: rounding values that
+ * bfloat16 holds exactly changes nothing, so the output must be f32's. */
+Test(cli, compute_type_bf16_on_exact_weights_matches_f32)
+{
+    const char *input = "4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n";
+    test_run f32 = translate(input);
+    expect_success(&f32);
+    test_run bf16 = translate(input, "--compute-type", "bf16", "--beam", "1");
+    expect_success(&bf16);
+    cr_expect_str_eq(bf16.out, f32.out);
+    test_run_free(&bf16);
+
+    char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_COMPUTE_TYPE=bf16", NULL};
+    test_run from_env = run_env(input, env, "translate", "-m", dir, NULL);
+    expect_success(&from_env);
+    cr_expect_str_eq(from_env.out, f32.out);
+    test_run_free(&from_env);
+    test_run_free(&f32);
+
+    test_run s32 = run("4 5 6\t7 8 9\n", "score", "-m", dir);
+    test_run s16 = run("4 5 6\t7 8 9\n", "score", "-m", dir, "--compute-type", "bf16");
+    expect_success(&s32);
+    expect_success(&s16);
+    cr_expect_str_eq(s16.out, s32.out);
+    test_run_free(&s32);
+    test_run_free(&s16);
+}
+
+Test(cli, compute_type_errors)
+{
+    test_run r = translate("4 5\n", "--compute-type", "fp16");
+    expect_failure(&r, "--compute-type", "'fp16'", 0);
+    test_run_free(&r);
+
+    r = translate("4 5\n", "--compute-type", "int8");
+    expect_failure(&r, "int8", "not available", 0);
+    test_run_free(&r);
+
+    char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_COMPUTE_TYPE=double", NULL};
+    r = run_env("4 5\n", env, "score", "-m", dir, NULL);
+    expect_failure(&r, "TESSERA_COMPUTE_TYPE", "'double'", 0);
+    test_run_free(&r);
+    r = run_env("", env, "info", NULL);
+    expect_failure(&r, "TESSERA_COMPUTE_TYPE", "'double'", 0);
+    test_run_free(&r);
+
+    r = run("", "bench", "--compute-type", "half");
+    expect_failure(&r, "--compute-type", "'half'", 0);
+    test_run_free(&r);
+}
+
 Test(cli, optional_tensors_are_accepted)
 {
     mw_add_optional_tensors(model);
@@ -692,7 +743,14 @@ Test(cli, bench_times_a_model_directory)
     cr_expect(produced >= 0 && produced <= 30, "tgt_tokens should be in [0, 30]: \"%s\"",
               lines[0]);
     cr_expect(strstr(lines[0], " tok_per_s=") != NULL, "\"%s\"", lines[0]);
+    cr_expect(strstr(lines[0], " compute_type=f32 ") != NULL, "\"%s\"", lines[0]);
     free_lines(lines, n);
+    test_run_free(&r);
+
+    r = run("", "bench", "--model", golden_model(), "--case", "greedy", "--repeat", "1",
+            "--compute-type", "bf16");
+    expect_success(&r);
+    cr_expect(strstr(r.out, " compute_type=bf16 ") != NULL, "\"%s\"", r.out);
     test_run_free(&r);
 }
 

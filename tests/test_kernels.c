@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "simd/bf16.h"
 #include "simd/dispatch.h"
 #include "tests/kernel_reference.h"
 #include "tests/testutil.h"
@@ -234,12 +235,13 @@ ParameterizedTest(set_param *p, kernels, table)
     cr_assert(ks->linear_n_align >= 1 && ks->ffn_block_rows >= 1,
               "[%s] linear_n_align %zu, ffn_block_rows %zu", set, ks->linear_n_align,
               ks->ffn_block_rows);
-    cr_assert(ks->pack_floats && ks->pack_linear && ks->linear && ks->ffn && ks->attention &&
+    cr_assert(ks->pack_bytes && ks->pack_linear && ks->linear && ks->ffn && ks->attention &&
                   ks->add_layernorm && ks->activate && ks->log_softmax && ks->logsumexp &&
                   ks->argmax && ks->embed && ks->f16_to_f32 && ks->bf16_to_f32,
               "[%s] table has an empty entry", set);
-    cr_assert(ks->pack_floats(ks, 7, 5) >= 35, "[%s] pack_floats(7, 5) = %zu < 35", set,
-              ks->pack_floats(ks, 7, 5));
+    cr_assert(ks->pack_bytes(ks, TSR_WEIGHTS_F32, 7, 5) >= 35 * sizeof(float),
+              "[%s] pack_bytes(f32, 7, 5) = %zu < 35 floats", set,
+              ks->pack_bytes(ks, TSR_WEIGHTS_F32, 7, 5));
 }
 
 /* ---- Linear ---------------------------------------------------------------- */
@@ -296,9 +298,10 @@ static linear_case linear_case_new(const tsr_kernels *ks, const linear_shape *s,
     buffer_fill(&c.bias, &rng, -0.5f, 0.5f);
     buffer_fill(&c.residual, &rng, -2, 2);
 
-    c.panels = alloc_aligned(ks->pack_floats(ks, s->n, s->k) * sizeof(float));
-    ks->pack_linear(ks, c.w.p, s->n, s->k, c.panels);
-    c.packed = (tsr_packed_linear){s->n, s->k, s->bias ? c.bias.p : NULL, c.panels};
+    c.panels = alloc_aligned(ks->pack_bytes(ks, TSR_WEIGHTS_F32, s->n, s->k));
+    ks->pack_linear(ks, TSR_WEIGHTS_F32, c.w.p, s->n, s->k, c.panels);
+    c.packed = (tsr_packed_linear){.n = s->n, .k = s->k, .bias = s->bias ? c.bias.p : NULL,
+                                   .panels = c.panels, .type = TSR_WEIGHTS_F32};
     snprintf(c.shape, sizeof c.shape, "m=%zu n=%zu k=%zu act=%s bias=%d residual=%d offset=%zu "
              "pad=%zu", s->m, s->n, s->k, activation_name(s->act), s->bias, s->residual, off, pad);
     return c;
@@ -408,6 +411,107 @@ ParameterizedTest(set_param *p, kernels, linear)
     }
 }
 
+/* ---- Linear layers with bf16 weights ------------------------------------------ */
+
+/* w rounded to bfloat16, each value (as the packing of bf16 weights must). */
+static void round_to_bf16(buffer *w)
+{
+    for (size_t i = 0; i < w->rows; i++)
+        for (size_t j = 0; j < w->cols; j++) {
+            float *v = &w->p[i * w->ld + j];
+            *v = tsr_bf16_to_f32(tsr_f32_to_bf16(*v));
+        }
+}
+
+ParameterizedTestParameters(kernels, linear_bf16)
+{
+    return each_set();
+}
+
+/* bf16 panels packed from the float32 weights give, bit for bit, what the
+ * set's f32 linear gives on the rounded weights (the widening is exact and
+ * the chains are the same), for whole calls, column ranges and single rows;
+ * and that is close to the double-precision reference on the rounded weights. */
+ParameterizedTest(set_param *p, kernels, linear_bf16)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
+        const linear_shape *s = &linear_shapes[si];
+        linear_case c = linear_case_new(ks, s, si);
+        const buffer *res = s->residual ? &c.residual : NULL;
+
+        void *bf16_panels = alloc_aligned(ks->pack_bytes(ks, TSR_WEIGHTS_BF16, s->n, s->k));
+        ks->pack_linear(ks, TSR_WEIGHTS_BF16, c.w.p, s->n, s->k, bf16_panels);
+        round_to_bf16(&c.w);
+        ks->pack_linear(ks, TSR_WEIGHTS_F32, c.w.p, s->n, s->k, c.panels);
+        run_linear(ks, &c, 0, s->m, 0, s->n, res, &c.y);
+
+        c.packed.panels = bf16_panels;
+        c.packed.type = TSR_WEIGHTS_BF16;
+        buffer y = buffer_new(s->m, s->n, c.y.ld, (size_t)(c.y.p - c.y.base));
+        run_linear(ks, &c, 0, s->m, 0, s->n, res, &y);
+        expect_same_bits(y.p, y.ld, c.y.p, c.y.ld, s->m, 0, s->n, set,
+                         "bf16 linear against f32 linear on the rounded weights", c.shape);
+        expect_untouched_outside(&y, 0, s->n, set, "bf16 linear", c.shape);
+
+        double *ref = doubles(s->m * s->n), *tol = doubles(s->m * s->n);
+        ref_linear(c.x.p, c.x.ld, s->m, c.w.p, s->n, s->k, s->bias ? c.bias.p : NULL, s->act,
+                   res ? c.residual.p : NULL, c.residual.ld, ref, tol);
+        scale_errors(tol, s->m * s->n);
+        expect_close(y.p, y.ld, ref, tol, s->m, s->n, set, "bf16 linear", c.shape);
+
+        /* c.y now holds the bf16 result too: the same checks as f32 run on it. */
+        check_linear_column_ranges(ks, &c, set);
+        check_linear_rows_alone(ks, &c, set);
+
+        free(ref);
+        free(tol);
+        buffer_free(&y);
+        free(bf16_panels);
+        linear_case_free(&c);
+    }
+}
+
+/* The rounding every set's bf16 packing shares (simd/bf16.h), on the cases
+ * that tell rounding modes apart, with the bit patterns written by hand from
+ * the bfloat16 format (the top 16 bits of a float32). */
+Test(kernels, bf16_rounding)
+{
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+        const char *what;
+    } cases[] = {
+        {0x3f800000u, 0x3f80, "1.0 exact"},
+        {0x3f808000u, 0x3f80, "tie, even below: stays"},
+        {0x3f818000u, 0x3f82, "tie, odd below: rounds up to even"},
+        {0x3f808001u, 0x3f81, "just above the tie: up"},
+        {0x3f807fffu, 0x3f80, "just below the tie: down"},
+        {0xbf818000u, 0xbf82, "negative tie: magnitude to even"},
+        {0x80000000u, 0x8000, "-0"},
+        {0x00000001u, 0x0000, "smallest subnormal: down to 0"},
+        {0x007fffffu, 0x0080, "largest subnormal: up to the smallest normal"},
+        {0x7f7fffffu, 0x7f80, "largest float: up to infinity"},
+        {0xff800000u, 0xff80, "-infinity"},
+        {0x7f800001u, 0x7fc0, "signalling NaN, payload in the low bits: stays NaN"},
+        {0xffc00000u, 0xffc0, "negative quiet NaN"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float f;
+        memcpy(&f, &cases[i].in, sizeof f);
+        uint16_t got = tsr_f32_to_bf16(f);
+        cr_expect(got == cases[i].out, "bf16 of 0x%08x (%s): 0x%04x, expected 0x%04x",
+                  cases[i].in, cases[i].what, got, cases[i].out);
+        uint32_t back;
+        float wide = tsr_bf16_to_f32(cases[i].out);
+        memcpy(&back, &wide, sizeof back);
+        cr_expect(back == (uint32_t)cases[i].out << 16, "widening 0x%04x gave 0x%08x",
+                  cases[i].out, back);
+    }
+}
+
 /* ---- FFN ------------------------------------------------------------------- */
 
 typedef struct ffn_shape {
@@ -427,9 +531,10 @@ static const ffn_shape ffn_shapes[] = {
 static float *packed_new(const tsr_kernels *ks, const buffer *w, tsr_packed_linear *out,
                          const float *bias)
 {
-    float *panels = alloc_aligned(ks->pack_floats(ks, w->rows, w->cols) * sizeof(float));
-    ks->pack_linear(ks, w->p, w->rows, w->cols, panels);
-    *out = (tsr_packed_linear){w->rows, w->cols, bias, panels};
+    float *panels = alloc_aligned(ks->pack_bytes(ks, TSR_WEIGHTS_F32, w->rows, w->cols));
+    ks->pack_linear(ks, TSR_WEIGHTS_F32, w->p, w->rows, w->cols, panels);
+    *out = (tsr_packed_linear){.n = w->rows, .k = w->cols, .bias = bias, .panels = panels,
+                               .type = TSR_WEIGHTS_F32};
     return panels;
 }
 

@@ -1,7 +1,8 @@
-/* Results do not depend on the thread count or the weight placement: the
- * tessera command gives byte-identical output with 1, 2, 3, 4 and 7 threads,
- * and with per-node weight copies on a (synthetic) two-node topology, for
- * every kernel set this build and CPU can run. */
+/* Results do not depend on the thread count, the batch size or the weight
+ * placement: the tessera command gives byte-identical output with 1, 2, 3, 4
+ * and 7 threads, batches of 5 and of 1, and with per-node weight copies on a
+ * (synthetic) two-node topology, for every kernel set this build and CPU can
+ * run and every compute type. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 typedef struct thread_case {
     char isa[32];
     char kind[16]; /* score, translate, beam */
+    char type[8];  /* --compute-type */
 } thread_case;
 
 static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
@@ -23,37 +25,43 @@ static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
 ParameterizedTestParameters(threads, output_independent_of_threads)
 {
     static const char *const kinds[] = {"score", "translate", "beam"};
-    size_t n = tsr_kernel_set_count * 3;
+    static const char *const types[] = {"f32", "bf16"};
+    size_t n = tsr_kernel_set_count * 3 * 2;
     thread_case *cases = cr_malloc(n * sizeof *cases);
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
-        for (size_t k = 0; k < 3; k++, i++) {
-            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
-            snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
-        }
+        for (size_t k = 0; k < 3; k++)
+            for (size_t t = 0; t < 2; t++, i++) {
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
+                snprintf(cases[i].type, sizeof cases[i].type, "%s", types[t]);
+            }
     return cr_make_param_array(thread_case, cases, n, free_params);
 }
 
-/* Runs one case; `topology` (or NULL) goes to TESSERA_TOPOLOGY with --numa
- * replicate. */
-static char *run(const thread_case *c, const char *input, int threads, const char *topology)
+/* Runs one case in batches of `batch`; `topology` (or NULL) goes to
+ * TESSERA_TOPOLOGY with --numa replicate. */
+static char *run(const thread_case *c, const char *input, int threads, int batch,
+                 const char *topology)
 {
-    char model_dir[1024], isa_env[64], topo_env[128], threads_arg[16];
+    char model_dir[1024], isa_env[64], topo_env[128], threads_arg[16], batch_arg[16];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), MODEL);
     snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", c->isa);
     snprintf(topo_env, sizeof topo_env, "TESSERA_TOPOLOGY=%s", topology ? topology : "");
     snprintf(threads_arg, sizeof threads_arg, "%d", threads);
+    snprintf(batch_arg, sizeof batch_arg, "%d", batch);
     char *env[] = {isa_env, topo_env, NULL};
     int score = strcmp(c->kind, "score") == 0, beam = strcmp(c->kind, "beam") == 0;
     char *argv[] = {(char *)test_tessera_all_sets_path(), score ? "score" : "translate", "-m", model_dir,
-                    "--threads", threads_arg, "--batch", "5", "--numa",
-                    topology ? "replicate" : "auto", "--max-len", "20", beam ? "--beam" : NULL,
-                    "4", "--n-best", "2", NULL};
+                    "--compute-type", (char *)c->type, "--threads", threads_arg, "--batch",
+                    batch_arg, "--numa", topology ? "replicate" : "auto", "--max-len", "20",
+                    beam ? "--beam" : NULL, "4", "--n-best", "2", NULL};
     if (score)
-        argv[10] = NULL; /* no --max-len for score */
+        argv[12] = NULL; /* no --max-len for score */
     test_run r = test_run_command(argv, input, env);
-    cr_assert_eq(r.exit_status, 0, "%s %s --threads %d%s%s failed: %s", c->isa, c->kind, threads,
-                 topology ? " on " : "", topology ? topology : "", r.err);
-    cr_assert(strlen(r.out) > 0, "%s %s printed nothing", c->isa, c->kind);
+    cr_assert_eq(r.exit_status, 0, "%s %s %s --threads %d --batch %d%s%s failed: %s", c->isa,
+                 c->type, c->kind, threads, batch, topology ? " on " : "",
+                 topology ? topology : "", r.err);
+    cr_assert(strlen(r.out) > 0, "%s %s %s printed nothing", c->isa, c->type, c->kind);
     free(r.err);
     return r.out;
 }
@@ -66,18 +74,22 @@ ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeo
              strcmp(c->kind, "score") == 0 ? "score" : "translate");
     char *input = test_read_file(path, NULL);
     cr_assert(input, "cannot read %s", path);
-    char *one = run(c, input, 1, NULL);
+    char *one = run(c, input, 1, 5, NULL);
     static const int counts[] = {2, 3, 4, 7};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        char *other = run(c, input, counts[i], NULL);
-        cr_assert_str_eq(other, one, "%s %s: --threads %d differs from --threads 1", c->isa,
-                         c->kind, counts[i]);
+        char *other = run(c, input, counts[i], 5, NULL);
+        cr_assert_str_eq(other, one, "%s %s %s: --threads %d differs from --threads 1", c->isa,
+                         c->type, c->kind, counts[i]);
         free(other);
     }
+    char *unbatched = run(c, input, 2, 1, NULL);
+    cr_assert_str_eq(unbatched, one, "%s %s %s: --batch 1 differs from --batch 5", c->isa,
+                     c->type, c->kind);
+    free(unbatched);
     /* Two weight copies, threads 0-1 reading copy 0 and 2 reading copy 1. */
-    char *replicated = run(c, input, 3, "pack:2 numa:1 core:2 pu:1");
-    cr_assert_str_eq(replicated, one, "%s %s: per-node weight copies change the output", c->isa,
-                     c->kind);
+    char *replicated = run(c, input, 3, 5, "pack:2 numa:1 core:2 pu:1");
+    cr_assert_str_eq(replicated, one, "%s %s %s: per-node weight copies change the output",
+                     c->isa, c->type, c->kind);
     free(replicated);
     free(one);
     free(input);

@@ -22,6 +22,11 @@
  * Every accumulator is one FMA chain over p ascending from zero, or from the
  * partial sums in C, whatever the row count or the A layout: the same bits on
  * every path.
+ *
+ * The bf16 variant (bf16 panels, simd/gemm/gemm.h) is the same loop with each
+ * step's 16 weights widened on load (vpmovzxwd + vpslld), so its chains are
+ * the f32 kernel's on the rounded weights; it halves the weight stream of the
+ * memory-bound decode path.
  */
 #include <immintrin.h>
 
@@ -38,11 +43,35 @@
  * prefetcher alone streams faster (measured), so it issues none. */
 #define PREFETCH_STEPS 48
 
-static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
-                                                       size_t a_cs, const float *b, float *c,
-                                                       const size_t rows, int accumulate,
-                                                       const float *next, size_t every)
+/* The 16 weights of step p, as float32: loaded, or, from a bf16 panel,
+ * zero-extended to 32 bits and shifted into the top half (exact). */
+static inline __attribute__((always_inline)) void load_weights(const void *b, size_t p,
+                                                               const int bf16, __m256 *b0,
+                                                               __m256 *b1)
 {
+    if (bf16) {
+        const uint16_t *h = (const uint16_t *)b + p * NR;
+        *b0 = _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h)), 16));
+        *b1 = _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + 8))), 16));
+    } else {
+        const float *f = (const float *)b + p * NR;
+        *b0 = _mm256_load_ps(f);
+        *b1 = _mm256_load_ps(f + 8);
+    }
+}
+
+/* bf16 (a constant after inlining) selects the panel's value type. */
+static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
+                                                       size_t a_cs, const void *b, float *c,
+                                                       const size_t rows, int accumulate,
+                                                       const void *next, size_t every,
+                                                       const int bf16)
+{
+    const size_t step_bytes = NR * (bf16 ? sizeof(uint16_t) : sizeof(float));
+    const char *ahead = (const char *)b + PREFETCH_STEPS * step_bytes;
+    const char *next_line = next;
     __m256 acc[MR][2];
 
 #pragma GCC unroll 6
@@ -59,19 +88,20 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
     size_t countdown = 1; /* steps to the next prefetch of `next` */
 #pragma GCC unroll 2
     for (size_t p = 0; p < k; p++) {
-        if (next) {
+        if (next_line) {
             /* A counter, not p % every: a division per step costs more
              * than the prefetch saves. */
             if (--countdown == 0) {
-                _mm_prefetch((const char *)next, _MM_HINT_T0);
-                next += NR;
+                _mm_prefetch(next_line, _MM_HINT_T0);
+                next_line += step_bytes;
                 countdown = every;
             }
         } else if (rows > 1) {
-            _mm_prefetch((const char *)(b + PREFETCH_STEPS * NR), _MM_HINT_T0);
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            ahead += step_bytes;
         }
-        const __m256 b0 = _mm256_load_ps(b);
-        const __m256 b1 = _mm256_load_ps(b + 8);
+        __m256 b0, b1;
+        load_weights(b, p, bf16, &b0, &b1);
 #pragma GCC unroll 6
         for (size_t i = 0; i < rows; i++) {
             const __m256 ai = _mm256_broadcast_ss(a + i * a_rs);
@@ -79,7 +109,6 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
             acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
         }
         a += a_cs;
-        b += NR;
     }
 
 #pragma GCC unroll 6
@@ -89,34 +118,39 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
     }
 }
 
+/* Every row count compiled apart (rows past m are neither read nor written);
+ * packed A, the compute-bound case, with constant strides, which frees the
+ * registers that would hold them. */
+static inline __attribute__((always_inline)) void any_tile(size_t k, const float *a, size_t a_rs,
+                                                           size_t a_cs, const void *b, float *c,
+                                                           size_t m, int accumulate,
+                                                           const void *next, size_t every,
+                                                           const int bf16)
+{
+    if (m == MR && a_rs == 1 && a_cs == MR) {
+        tile(k, a, 1, MR, b, c, MR, accumulate, next, every, bf16);
+        return;
+    }
+    switch (m) {
+    case 1: tile(k, a, a_rs, a_cs, b, c, 1, accumulate, next, every, bf16); break;
+    case 2: tile(k, a, a_rs, a_cs, b, c, 2, accumulate, next, every, bf16); break;
+    case 3: tile(k, a, a_rs, a_cs, b, c, 3, accumulate, next, every, bf16); break;
+    case 4: tile(k, a, a_rs, a_cs, b, c, 4, accumulate, next, every, bf16); break;
+    case 5: tile(k, a, a_rs, a_cs, b, c, 5, accumulate, next, every, bf16); break;
+    default: tile(k, a, a_rs, a_cs, b, c, MR, accumulate, next, every, bf16); break;
+    }
+}
+
 void tsr_f32_gemm_ukernel_6x16__avx2(size_t k, const float *a, size_t a_rs, size_t a_cs,
                                      const float *b, float *c, size_t m, int accumulate,
                                      const float *next, size_t every)
 {
-    /* Packed A, the compute-bound case: constant strides free the registers
-     * that would hold them. */
-    if (m == MR && a_rs == 1 && a_cs == MR) {
-        tile(k, a, 1, MR, b, c, MR, accumulate, next, every);
-        return;
-    }
-    switch (m) {
-    case 1:
-        tile(k, a, a_rs, a_cs, b, c, 1, accumulate, next, every);
-        break;
-    case 2:
-        tile(k, a, a_rs, a_cs, b, c, 2, accumulate, next, every);
-        break;
-    case 3:
-        tile(k, a, a_rs, a_cs, b, c, 3, accumulate, next, every);
-        break;
-    case 4:
-        tile(k, a, a_rs, a_cs, b, c, 4, accumulate, next, every);
-        break;
-    case 5:
-        tile(k, a, a_rs, a_cs, b, c, 5, accumulate, next, every);
-        break;
-    default:
-        tile(k, a, a_rs, a_cs, b, c, MR, accumulate, next, every);
-        break;
-    }
+    any_tile(k, a, a_rs, a_cs, b, c, m, accumulate, next, every, 0);
+}
+
+void tsr_f32_gemm_ukernel_bf16_6x16__avx2(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                          const uint16_t *b, float *c, size_t m, int accumulate,
+                                          const uint16_t *next, size_t every)
+{
+    any_tile(k, a, a_rs, a_cs, b, c, m, accumulate, next, every, 1);
 }

@@ -17,6 +17,11 @@ void tsr_f32_gemm_ukernel_6x16__avx2(size_t k, const float *a, size_t a_rs, size
                                      const float *b, float *c, size_t m, int accumulate,
                                      const float *next, size_t every);
 
+/* Its tsr_gemm_ukernel_bf16_fn twin, for bf16 panels. */
+void tsr_f32_gemm_ukernel_bf16_6x16__avx2(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                          const uint16_t *b, float *c, size_t m, int accumulate,
+                                          const uint16_t *next, size_t every);
+
 /* A tsr_gemm_pack_fn for mr = 6 (simd/avx2/f32-gemm-pack-6.c). */
 void tsr_f32_gemm_pack_rows_6__avx2(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                     float *packed);

@@ -16,6 +16,7 @@ void tsr_kernels_init_avx2(tsr_kernels *t)
 
     tsr_gemm_config_init(&gemm, 6, 16, tsr_f32_gemm_ukernel_6x16__avx2,
                          tsr_f32_gemm_epilogue__avx2);
+    gemm.ukernel_bf16 = tsr_f32_gemm_ukernel_bf16_6x16__avx2;
     gemm.pack_rows = tsr_f32_gemm_pack_rows_6__avx2;
     tsr_gemm_bind(t, &gemm);
 

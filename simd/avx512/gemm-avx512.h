@@ -21,6 +21,11 @@ void tsr_f32_gemm_ukernel_12x32__avx512(size_t k, const float *a, size_t a_rs, s
                                         const float *b, float *c, size_t m, int accumulate,
                                         const float *next, size_t every);
 
+/* Its tsr_gemm_ukernel_bf16_fn twin, for bf16 panels. */
+void tsr_f32_gemm_ukernel_bf16_12x32__avx512(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                             const uint16_t *b, float *c, size_t m,
+                                             int accumulate, const uint16_t *next, size_t every);
+
 /* A tsr_gemm_pack_fn for mr = 12 (simd/avx512/f32-gemm-pack-12.c). */
 void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                        float *packed);

@@ -152,6 +152,30 @@ static float *packing_buffer(size_t floats)
 
 /* ---- Both paths ------------------------------------------------------------------ */
 
+/* Bytes of one weight value in a panel of `type`. */
+static size_t value_bytes(tsr_weight_type type)
+{
+    return type == TSR_WEIGHTS_BF16 ? 2 : sizeof(float);
+}
+
+/* The weights `values` values into a panel buffer of `type`. */
+static const void *panel_at(const void *panels, tsr_weight_type type, size_t values)
+{
+    return (const char *)panels + values * value_bytes(type);
+}
+
+/* One microkernel call on a panel piece of `type` (next, when not NULL,
+ * points into the same panels). */
+static inline void run_ukernel(const tsr_gemm_config *cfg, tsr_weight_type type, size_t k,
+                               const float *a, size_t a_rs, size_t a_cs, const void *b, float *c,
+                               size_t m, int accumulate, const void *next, size_t every)
+{
+    if (type == TSR_WEIGHTS_BF16)
+        cfg->ukernel_bf16(k, a, a_rs, a_cs, b, c, m, accumulate, next, every);
+    else
+        cfg->ukernel(k, a, a_rs, a_cs, b, c, m, accumulate, next, every);
+}
+
 /* Asks for the lines of y (and of the residual) that the epilogue of rows
  * [i0, i0 + rows) and columns [j0, j0 + cols) will touch, while the
  * microkernel computes them. Each weight panel's epilogue writes one line of
@@ -197,7 +221,7 @@ static void linear_in_place(const tsr_gemm_config *cfg, const tsr_linear_args *a
         const float *x = a->x + r0 * a->ldx;
 
         for (size_t j0 = a->n_begin; j0 < a->n_end; j0 += nr) {
-            const float *panel = w->panels + j0 * k;
+            const void *panel = panel_at(w->panels, w->type, j0 * k);
             size_t cols = a->n_end - j0 < nr ? a->n_end - j0 : nr;
             size_t p0 = 0;
             do {
@@ -207,8 +231,9 @@ static void linear_in_place(const tsr_gemm_config *cfg, const tsr_linear_args *a
                     size_t rows = m / tiles + (t < m % tiles);
                     if (p0 == 0)
                         prefetch_outputs(a, r0 + i0, rows, j0, cols);
-                    cfg->ukernel(kb, x + i0 * a->ldx + p0, a->ldx, 1, panel + p0 * nr,
-                                 tiles_buf + t * mr * nr, rows, p0 > 0, NULL, 1);
+                    run_ukernel(cfg, w->type, kb, x + i0 * a->ldx + p0, a->ldx, 1,
+                                panel_at(panel, w->type, p0 * nr), tiles_buf + t * mr * nr,
+                                rows, p0 > 0, NULL, 1);
                     i0 += rows;
                 }
                 p0 += kb;
@@ -276,7 +301,8 @@ static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, co
     const size_t kc = pieces ? (k + pieces - 1) / pieces : k;
     const size_t tiles = (rows + mr - 1) / mr;
     const size_t sharers = tiles - 1 < NEXT_PIECE_TILES ? tiles - 1 : NEXT_PIECE_TILES;
-    const float *panel = a->w->panels + j0 * k;
+    const tsr_weight_type type = a->w->type;
+    const void *panel = panel_at(a->w->panels, type, j0 * k);
     size_t p0 = 0;
 
     do {
@@ -284,7 +310,7 @@ static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, co
         /* Panels are contiguous, so the piece after this one starts where
          * it ends, whether in this panel or the next (whose first piece is
          * kc long). */
-        const float *next_piece = panel + (p0 + kb) * nr;
+        const void *next_piece = panel_at(panel, type, (p0 + kb) * nr);
         const size_t next_kb = p0 + kb < k ? (k - p0 - kb < kc ? k - p0 - kb : kc) : kc;
         const size_t share = sharers ? (next_kb + sharers - 1) / sharers : 0;
         for (size_t t = 0; t < tiles; t++) {
@@ -293,9 +319,11 @@ static void panel_block(const tsr_gemm_config *cfg, const tsr_linear_args *a, co
             const size_t tile_rows = rows - t * mr < mr ? rows - t * mr : mr;
             if (p0 == 0)
                 prefetch_outputs(a, i_base + t * mr, tile_rows, j0, cols);
-            const float *next = t >= 1 && t <= sharers ? next_piece + (t - 1) * share * nr : NULL;
-            cfg->ukernel(kb, packed + t * mr * k + p0 * mr, 1, mr, panel + p0 * nr,
-                         block + t * mr * nr, tile_rows, p0 > 0, next, sharers);
+            const void *next =
+                t >= 1 && t <= sharers ? panel_at(next_piece, type, (t - 1) * share * nr) : NULL;
+            run_ukernel(cfg, type, kb, packed + t * mr * k + p0 * mr, 1, mr,
+                        panel_at(panel, type, p0 * nr), block + t * mr * nr, tile_rows, p0 > 0,
+                        next, sharers);
         }
         p0 += kb;
     } while (p0 < k);
@@ -371,15 +399,15 @@ void tsr_ffn_in_blocks(const tsr_kernels *ks, const tsr_ffn_args *a)
 
 /* ---- The table entries ------------------------------------------------------------- */
 
-static size_t table_pack_floats(const tsr_kernels *ks, size_t n, size_t k)
+static size_t table_pack_bytes(const tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k)
 {
-    return tsr_gemm_pack_floats(ks->gemm, n, k);
+    return tsr_gemm_pack_bytes(ks->gemm, type, n, k);
 }
 
-static void table_pack_linear(const tsr_kernels *ks, const float *w, size_t n, size_t k,
-                              float *panels)
+static void table_pack_linear(const tsr_kernels *ks, tsr_weight_type type, const float *w,
+                              size_t n, size_t k, void *panels)
 {
-    tsr_gemm_pack_linear(ks->gemm, w, n, k, panels);
+    tsr_gemm_pack_linear(ks->gemm, type, w, n, k, panels);
 }
 
 static void table_linear(const tsr_kernels *ks, const tsr_linear_args *a)
@@ -391,7 +419,7 @@ void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg)
 {
     t->gemm = cfg;
     t->linear_n_align = cfg->nr;
-    t->pack_floats = table_pack_floats;
+    t->pack_bytes = table_pack_bytes;
     t->pack_linear = table_pack_linear;
     t->linear = table_linear;
     t->ffn_block_rows = cfg->ffn_block_rows;

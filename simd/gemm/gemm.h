@@ -7,7 +7,8 @@
  *
  * Packed weights: W [n][k] is cut into panels of NR output features; panel j
  * holds, for p = 0..k-1, the NR values W[j*NR + c][p] (c = 0..NR-1)
- * contiguously, zero-padded past n. A microkernel streams one panel with unit
+ * contiguously, zero-padded past n: float32, or bfloat16 (2 bytes a value,
+ * same layout, read by the set's bf16 microkernel). A microkernel streams one panel with unit
  * stride and never sees a partial panel; the k range of a cache block is a
  * contiguous piece of it.
  *
@@ -45,6 +46,7 @@
 #define TSR_SIMD_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "simd/kernels.h"
 
@@ -68,6 +70,14 @@
 typedef void (*tsr_gemm_ukernel_fn)(size_t k, const float *a, size_t a_rs, size_t a_cs,
                                     const float *b, float *c, size_t m, int accumulate,
                                     const float *next, size_t every);
+
+/* The same tile with B held as bfloat16 (a bf16 panel: the f32 panel's
+ * values rounded, same [k][NR] layout, 2 bytes each). Each B value is widened
+ * exactly before its FMA, so the chains, and the bits, are those of the f32
+ * microkernel on the rounded weights; `next` likewise steps NR values. */
+typedef void (*tsr_gemm_ukernel_bf16_fn)(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                         const uint16_t *b, float *c, size_t m, int accumulate,
+                                         const uint16_t *next, size_t every);
 
 /* y = act(c + bias) + residual over m rows and n columns. c is a finished
  * block (rows ldc floats apart); bias (n floats) and residual
@@ -93,6 +103,7 @@ typedef struct tsr_gemm_config {
     size_t decode_kc;       /* k steps per turn of the row tiles on one panel (decode) */
     size_t ffn_block_rows;  /* rows of the FFN intermediate per scratch block */
     tsr_gemm_ukernel_fn ukernel;
+    tsr_gemm_ukernel_bf16_fn ukernel_bf16; /* for bf16 panels; every set has one */
     tsr_gemm_epilogue_fn epilogue;
     tsr_gemm_pack_fn pack_rows; /* tsr_gemm_pack_rows unless the set has its own */
 } tsr_gemm_config;
@@ -113,9 +124,10 @@ void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg);
 
 /* The frame's implementations, for a config (a table reaches them through
  * tsr_gemm_bind). */
-size_t tsr_gemm_pack_floats(const tsr_gemm_config *cfg, size_t n, size_t k);
-void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, size_t k,
-                          float *panels);
+size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, size_t n,
+                           size_t k);
+void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
+                          size_t n, size_t k, void *panels);
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 
 /* The FFN entry of every set (simd/kernels.h): its two linear layers

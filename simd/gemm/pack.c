@@ -1,11 +1,12 @@
 /*
  * Packing for the GEMM frame (layouts in simd/gemm/gemm.h): the weights once,
  * at load, into NR-wide k-major panels; rows of x, on every large call, into
- * MR-row k-major panels. Plain copies; no arithmetic touches the values, so
- * packing never changes a result.
+ * MR-row k-major panels. Plain copies, except that bf16 panels round each
+ * weight to bfloat16 (simd/bf16.h); no other arithmetic touches the values.
  */
 #include <string.h>
 
+#include "simd/bf16.h"
 #include "simd/gemm/gemm.h"
 
 static size_t panels_of(size_t n, size_t nr)
@@ -13,27 +14,36 @@ static size_t panels_of(size_t n, size_t nr)
     return (n + nr - 1) / nr;
 }
 
-size_t tsr_gemm_pack_floats(const tsr_gemm_config *cfg, size_t n, size_t k)
+size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, size_t n,
+                           size_t k)
 {
-    return panels_of(n, cfg->nr) * cfg->nr * k;
+    size_t value = type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float);
+    return panels_of(n, cfg->nr) * cfg->nr * k * value;
 }
 
-void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, const float *w, size_t n, size_t k,
-                          float *panels)
+/* Read W row by row (contiguous), write each into its column of the panel;
+ * the padding columns are zero. */
+void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
+                          size_t n, size_t k, void *panels)
 {
     const size_t nr = cfg->nr;
+    const int bf16 = type == TSR_WEIGHTS_BF16;
+    const size_t value = bf16 ? sizeof(uint16_t) : sizeof(float);
 
     for (size_t j = 0; j < panels_of(n, nr); j++) {
-        float *panel = panels + j * nr * k;
         size_t cols = n - j * nr < nr ? n - j * nr : nr;
-        /* Read W row by row (contiguous), write each into its column of the
-         * panel; the padding columns stay zero. */
+        float *f32 = (float *)panels + j * nr * k;
+        uint16_t *h = (uint16_t *)panels + j * nr * k;
         if (cols < nr)
-            memset(panel, 0, nr * k * sizeof *panel);
+            memset(bf16 ? (void *)h : (void *)f32, 0, nr * k * value);
         for (size_t c = 0; c < cols; c++) {
             const float *w_row = w + (j * nr + c) * k;
-            for (size_t p = 0; p < k; p++)
-                panel[p * nr + c] = w_row[p];
+            for (size_t p = 0; p < k; p++) {
+                if (bf16)
+                    h[p * nr + c] = tsr_f32_to_bf16(w_row[p]);
+                else
+                    f32[p * nr + c] = w_row[p];
+            }
         }
     }
 }

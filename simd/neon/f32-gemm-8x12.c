@@ -24,6 +24,10 @@
  * read in place) computes 1, 2, 4 or 8 rows, the smallest that covers m,
  * reading any row past m - 1 at row m - 1, and neither loads nor stores the
  * rows of C past m.
+ *
+ * The bf16 variant (bf16 panels, simd/gemm/gemm.h) is the same loops with
+ * each step's 12 weights widened on load, so its chains are the f32
+ * kernel's on the rounded weights.
  */
 #include "simd/neon/neon.h"
 
@@ -73,23 +77,49 @@ static inline void fma_row(float32x4_t acc[3], float32x4_t b0, float32x4_t b1, f
     acc[2] = vfmaq_f32(acc[2], b2, a_i);
 }
 
+/* The 12 weights of step p, as float32: loaded, or, from a bf16 panel,
+ * widened by a shift into the top half (USHLL #16, exact). */
+static inline __attribute__((always_inline)) void load_weights(const void *b, size_t p,
+                                                               const int bf16, float32x4_t *b0,
+                                                               float32x4_t *b1, float32x4_t *b2)
+{
+    if (bf16) {
+        const uint16_t *h = (const uint16_t *)b + p * NR;
+        const uint16x8_t lo = vld1q_u16(h);
+        const uint16x4_t hi = vld1_u16(h + 8);
+        *b0 = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(lo), 16));
+        *b1 = vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(lo), 16));
+        *b2 = vreinterpretq_f32_u32(vshll_n_u16(hi, 16));
+    } else {
+        const float *f = (const float *)b + p * NR;
+        *b0 = vld1q_f32(f);
+        *b1 = vld1q_f32(f + 4);
+        *b2 = vld1q_f32(f + 8);
+    }
+}
+
+/* Bytes of one step of a panel: 12 values of 4 or 2 bytes. */
+#define STEP_BYTES(bf16) (NR * ((bf16) ? sizeof(uint16_t) : sizeof(float)))
+
 /* Packed A: the 8 values of step p are contiguous; a lane broadcast feeding
  * an FMA compiles to one lane-indexed FMLA. */
-static void full_tile_packed(size_t k, const float *a, size_t a_cs, const float *b, float *c,
-                             int accumulate, const float *next, size_t every)
+static inline __attribute__((always_inline)) void
+full_tile_packed(size_t k, const float *a, size_t a_cs, const void *b, float *c, int accumulate,
+                 const void *next, size_t every, const int bf16)
 {
+    const char *next_line = next;
     tile t = load_tile(c, MR, accumulate);
     size_t countdown = 1; /* steps to the next prefetch of `next` */
     for (size_t p = 0; p < k; p++) {
-        const float *bp = b + p * NR;
-        if (!next) {
-            __builtin_prefetch(bp + PREFETCH_STEPS * NR);
+        if (!next_line) {
+            __builtin_prefetch((const char *)b + (p + PREFETCH_STEPS) * STEP_BYTES(bf16));
         } else if (--countdown == 0) {
-            __builtin_prefetch(next);
-            next += NR;
+            __builtin_prefetch(next_line);
+            next_line += STEP_BYTES(bf16);
             countdown = every;
         }
-        const float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4), b2 = vld1q_f32(bp + 8);
+        float32x4_t b0, b1, b2;
+        load_weights(b, p, bf16, &b0, &b1, &b2);
         const float32x4_t a_lo = vld1q_f32(a + p * a_cs), a_hi = vld1q_f32(a + p * a_cs + 4);
         fma_row(t.c[0], b0, b1, b2, vdupq_laneq_f32(a_lo, 0));
         fma_row(t.c[1], b0, b1, b2, vdupq_laneq_f32(a_lo, 1));
@@ -108,8 +138,8 @@ static void full_tile_packed(size_t k, const float *a, size_t a_cs, const float 
  * step (m = 1 or 2) runs 3 or 6 chains rather than 24 on duplicated rows;
  * every chain is the same whatever `rows` is. */
 static inline __attribute__((always_inline)) void
-strided_rows(size_t k, const float *a, size_t a_rs, size_t a_cs, const float *b, float *c,
-             size_t m, int accumulate, size_t rows)
+strided_rows(size_t k, const float *a, size_t a_rs, size_t a_cs, const void *b, float *c,
+             size_t m, int accumulate, size_t rows, const int bf16)
 {
     const float *row[MR];
     for (size_t i = 0; i < rows; i++)
@@ -117,9 +147,9 @@ strided_rows(size_t k, const float *a, size_t a_rs, size_t a_cs, const float *b,
 
     tile t = load_tile(c, m < rows ? m : rows, accumulate);
     for (size_t p = 0; p < k; p++) {
-        const float *bp = b + p * NR;
-        __builtin_prefetch(bp + PREFETCH_STEPS * NR);
-        const float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4), b2 = vld1q_f32(bp + 8);
+        __builtin_prefetch((const char *)b + (p + PREFETCH_STEPS) * STEP_BYTES(bf16));
+        float32x4_t b0, b1, b2;
+        load_weights(b, p, bf16, &b0, &b1, &b2);
 #pragma GCC unroll 8
         for (size_t i = 0; i < rows; i++)
             fma_row(t.c[i], b0, b1, b2, vld1q_dup_f32(row[i] + p * a_cs));
@@ -127,30 +157,37 @@ strided_rows(size_t k, const float *a, size_t a_rs, size_t a_cs, const float *b,
     store_tile(t, c, m);
 }
 
-static void strided_tile(size_t k, const float *a, size_t a_rs, size_t a_cs, const float *b,
-                         float *c, size_t m, int accumulate)
-{
-    if (m == 1)
-        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 1);
-    else if (m == 2)
-        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 2);
-    else if (m <= 4)
-        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 4);
-    else
-        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, MR);
-}
-
 /* The frame's prefetch hint (`next`, see simd/gemm/gemm.h) is followed on
  * the packed path, the only one it is given on; x read in place (decode)
  * streams its panel with the look-ahead alone. */
-void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
-                                     const float *b, float *c, size_t m, int accumulate,
-                                     const float *next, size_t every)
+static inline __attribute__((always_inline)) void
+any_tile(size_t k, const float *a, size_t a_rs, size_t a_cs, const void *b, float *c, size_t m,
+         int accumulate, const void *next, size_t every, const int bf16)
 {
     if (m == 0)
         return;
     if (a_rs == 1 && m == MR)
-        full_tile_packed(k, a, a_cs, b, c, accumulate, next, every);
+        full_tile_packed(k, a, a_cs, b, c, accumulate, next, every, bf16);
+    else if (m == 1)
+        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 1, bf16);
+    else if (m == 2)
+        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 2, bf16);
+    else if (m <= 4)
+        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, 4, bf16);
     else
-        strided_tile(k, a, a_rs, a_cs, b, c, m, accumulate);
+        strided_rows(k, a, a_rs, a_cs, b, c, m, accumulate, MR, bf16);
+}
+
+void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                     const float *b, float *c, size_t m, int accumulate,
+                                     const float *next, size_t every)
+{
+    any_tile(k, a, a_rs, a_cs, b, c, m, accumulate, next, every, 0);
+}
+
+void tsr_f32_gemm_ukernel_bf16_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                          const uint16_t *b, float *c, size_t m, int accumulate,
+                                          const uint16_t *next, size_t every)
+{
+    any_tile(k, a, a_rs, a_cs, b, c, m, accumulate, next, every, 1);
 }

@@ -36,6 +36,9 @@ void tsr_bf16_to_f32__neon(const void *src, size_t n, float *dst);
 void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
                                      const float *b, float *c, size_t m, int accumulate,
                                      const float *next, size_t every);
+void tsr_f32_gemm_ukernel_bf16_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
+                                          const uint16_t *b, float *c, size_t m, int accumulate,
+                                          const uint16_t *next, size_t every);
 void tsr_f32_gemm_epilogue__neon(const float *c, size_t ldc, size_t m, size_t n,
                                  const float *bias, tsr_activation act, const float *residual,
                                  size_t ldr, float *y, size_t ldy);

@@ -17,6 +17,7 @@ void tsr_kernels_init_neon(tsr_kernels *t)
 
     tsr_gemm_config_init(&gemm, TSR_NEON_GEMM_MR, TSR_NEON_GEMM_NR,
                          tsr_f32_gemm_ukernel_8x12__neon, tsr_f32_gemm_epilogue__neon);
+    gemm.ukernel_bf16 = tsr_f32_gemm_ukernel_bf16_8x12__neon;
     tsr_gemm_bind(t, &gemm);
 
     t->attention = tsr_f32_attention__neon;

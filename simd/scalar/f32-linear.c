@@ -1,8 +1,9 @@
 /*
  * y = residual + act(x W^T + b) for a range of output columns.
  *
- * The packed layout is W itself ([n][k] row-major), so each output is the dot
- * product of two contiguous rows, accumulated in float, one accumulator, k
+ * The packed layout is W itself ([n][k] row-major; bf16 weights rounded and
+ * widened back as they are read), so each output is the dot product of two
+ * contiguous rows, accumulated in float, one accumulator, k
  * ascending: the reference order. An output's value depends only on its own
  * row of x and column of W, never on m or on the column range asked for.
  *
@@ -12,28 +13,44 @@
  */
 #include <string.h>
 
+#include "simd/bf16.h"
 #include "simd/scalar/scalar.h"
 
 #define ROW_BLOCK 8
 
-size_t tsr_pack_floats__scalar(const tsr_kernels *ks, size_t n, size_t k)
+size_t tsr_pack_bytes__scalar(const tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k)
 {
     (void)ks;
-    return n * k;
+    return n * k * (type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float));
 }
 
-void tsr_pack_linear__scalar(const tsr_kernels *ks, const float *w, size_t n, size_t k,
-                             float *panels)
+void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const float *w,
+                             size_t n, size_t k, void *panels)
 {
     (void)ks;
-    memcpy(panels, w, n * k * sizeof *panels);
+    if (type == TSR_WEIGHTS_BF16) {
+        uint16_t *h = panels;
+        for (size_t i = 0; i < n * k; i++)
+            h[i] = tsr_f32_to_bf16(w[i]);
+    } else {
+        memcpy(panels, w, n * k * sizeof *w);
+    }
 }
 
-static float dot(const float *a, const float *b, size_t k)
+/* Row j of the weights times a row of x: the reference order. */
+static float dot(const float *x, const tsr_packed_linear *w, size_t j)
 {
+    const size_t k = w->k;
     float acc = 0.0f;
-    for (size_t t = 0; t < k; t++)
-        acc += a[t] * b[t];
+    if (w->type == TSR_WEIGHTS_BF16) {
+        const uint16_t *w_row = (const uint16_t *)w->panels + j * k;
+        for (size_t t = 0; t < k; t++)
+            acc += x[t] * tsr_bf16_to_f32(w_row[t]);
+    } else {
+        const float *w_row = (const float *)w->panels + j * k;
+        for (size_t t = 0; t < k; t++)
+            acc += x[t] * w_row[t];
+    }
     return acc;
 }
 
@@ -41,15 +58,13 @@ void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a)
 {
     (void)ks;
     const tsr_packed_linear *w = a->w;
-    const size_t k = w->k;
 
     for (size_t i0 = 0; i0 < a->m; i0 += ROW_BLOCK) {
         size_t i_end = i0 + ROW_BLOCK < a->m ? i0 + ROW_BLOCK : a->m;
         for (size_t j = a->n_begin; j < a->n_end; j++) {
-            const float *w_row = w->panels + j * k;
             const float bias = w->bias ? w->bias[j] : 0.0f;
             for (size_t i = i0; i < i_end; i++) {
-                float v = dot(a->x + i * a->ldx, w_row, k);
+                float v = dot(a->x + i * a->ldx, w, j);
                 if (w->bias)
                     v += bias;
                 v = tsr_f32_activate_one__scalar(v, a->act);

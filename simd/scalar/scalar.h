@@ -21,9 +21,9 @@
 #define TSR_SCALAR_FFN_BLOCK_ROWS 32
 
 /* The linear entries (simd/kernels.h); they read nothing of the table. */
-size_t tsr_pack_floats__scalar(const tsr_kernels *ks, size_t n, size_t k);
-void tsr_pack_linear__scalar(const tsr_kernels *ks, const float *w, size_t n, size_t k,
-                             float *panels);
+size_t tsr_pack_bytes__scalar(const tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
+void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const float *w,
+                             size_t n, size_t k, void *panels);
 void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
 void tsr_f32_attention__scalar(const tsr_attention_args *a);
 void tsr_f32_add_layernorm__scalar(float *x, size_t ldx, const float *delta, size_t ldd,

@@ -10,7 +10,7 @@ void tsr_kernels_init_scalar(tsr_kernels *t)
 
     t->gemm = NULL; /* its own linear layers, not the frame */
     t->linear_n_align = 1;
-    t->pack_floats = tsr_pack_floats__scalar;
+    t->pack_bytes = tsr_pack_bytes__scalar;
     t->pack_linear = tsr_pack_linear__scalar;
     t->linear = tsr_f32_linear__scalar;
     t->ffn_block_rows = TSR_SCALAR_FFN_BLOCK_ROWS;
