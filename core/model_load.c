@@ -1,4 +1,5 @@
 /* tessera_model_load: config.json + model.safetensors from a directory. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,55 @@ static int shape_matches(const tsr_tensor_info *t, const size_t *shape, size_t n
     return 1;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The tensors INTERFACE.md lets be I8: a linear layer's weight, i.e. a 2-D
+ * "<layer>.weight" or attention "in_proj_weight". The only other 2-D
+ * ".weight" tensors tessera reads are the token embeddings. */
+static int is_linear_weight(const char *name, size_t ndim)
+{
+    return ndim == 2 && (ends_with(name, "in_proj_weight") ||
+                         (ends_with(name, ".weight") && !ends_with(name, "embedding.weight")));
+}
+
+/* An I8 linear weight: rows [0, rows) of `cols` values dequantized with its
+ * per-row F32 scale tensor, w = q * scale rounded once (what compute type
+ * f32 makes of an I8 file). The scale tensor must be F32 [out] with every
+ * value finite and > 0. */
+static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
+                      size_t cols, float *dst, char *err, size_t err_len)
+{
+    char scale_name[512];
+    snprintf(scale_name, sizeof scale_name, "%s_scale", t->name);
+    const tsr_tensor_info *s = tsr_safetensors_find(st, scale_name);
+    if (!s)
+        return tsr_fail(err, err_len, "tensor '%s': I8 weight without its scale tensor '%s'",
+                        t->name, scale_name);
+    if (s->dtype != TSR_DTYPE_F32)
+        return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32 (the scales of '%s')",
+                        scale_name, s->dtype_name, t->name);
+    if (s->ndim != 1 || s->shape[0] != t->shape[0])
+        return tsr_fail(err, err_len, "tensor '%s': shape must be [%zu], one scale per row of '%s'",
+                        scale_name, t->shape[0], t->name);
+    const unsigned char *scales = s->data;
+    const signed char *q = t->data;
+    for (size_t i = 0; i < rows; i++) {
+        float scale;
+        memcpy(&scale, scales + i * sizeof scale, sizeof scale);
+        if (!(scale > 0.0f) || isinf(scale))
+            return tsr_fail(err, err_len,
+                            "tensor '%s': scale %zu is %g, expected finite and > 0", scale_name,
+                            i, (double)scale);
+        for (size_t j = 0; j < cols; j++)
+            dst[i * cols + j] = (float)q[i * cols + j] * scale;
+    }
+    return 0;
+}
+
 static int fetch_from_file(void *ctx, const char *name, const size_t *shape, size_t ndim,
                            int optional, int rows_at_least, float *dst, char *err, size_t err_len)
 {
@@ -64,9 +114,17 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
     case TSR_DTYPE_BF16:
         fs->kernels->bf16_to_f32(t->data, count, dst);
         return 0;
+    case TSR_DTYPE_I8:
+        if (!is_linear_weight(name, ndim))
+            return tsr_fail(err, err_len,
+                            "tensor '%s': dtype I8 is only for linear weights (with a '%s_scale' "
+                            "tensor); expected F32, F16 or BF16",
+                            name, name);
+        return dequantize(&fs->st, t, shape[0], count / (shape[0] ? shape[0] : 1), dst, err,
+                          err_len);
     default:
-        return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16", name,
-                        t->dtype_name);
+        return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16%s", name,
+                        t->dtype_name, is_linear_weight(name, ndim) ? " (or I8 with a scale)" : "");
     }
 }
 

@@ -37,7 +37,7 @@ static const dtype_desc known_dtypes[] = {
     {"F32", 4, TSR_DTYPE_F32},        {"F16", 2, TSR_DTYPE_F16},
     {"BF16", 2, TSR_DTYPE_BF16},      {"F64", 8, TSR_DTYPE_OTHER},
     {"I64", 8, TSR_DTYPE_OTHER},      {"I32", 4, TSR_DTYPE_OTHER},
-    {"I16", 2, TSR_DTYPE_OTHER},      {"I8", 1, TSR_DTYPE_OTHER},
+    {"I16", 2, TSR_DTYPE_OTHER},      {"I8", 1, TSR_DTYPE_I8},
     {"U8", 1, TSR_DTYPE_OTHER},       {"U16", 2, TSR_DTYPE_OTHER},
     {"U32", 4, TSR_DTYPE_OTHER},      {"U64", 8, TSR_DTYPE_OTHER},
     {"BOOL", 1, TSR_DTYPE_OTHER},     {"F8_E5M2", 1, TSR_DTYPE_OTHER},

@@ -622,6 +622,121 @@ Test(cli, wrong_dtype)
     test_run_free(&r);
 }
 
+/* ---- I8 weights with per-row scales (INTERFACE.md) ------------------------------ */
+
+static int is_linear_weight(const mw_tensor *t)
+{
+    size_t n = strlen(t->name);
+    int weight = n > 7 && strcmp(t->name + n - 7, ".weight") == 0 && !strstr(t->name, "embedding");
+    return t->ndim == 2 && (weight || strstr(t->name, "in_proj_weight"));
+}
+
+/* Gives tensor i (a linear weight) an F32 scale tensor with positive scales
+ * that differ by row; the writer stores the I8 values as lround(100 v). */
+static void quantize_tensor(mw_model *m, size_t i)
+{
+    char name[256];
+    size_t rows = m->tensors[i].shape[0];
+    snprintf(name, sizeof name, "%s_scale", m->tensors[i].name);
+    mw_set_dtype(m, m->tensors[i].name, "I8");
+    mw_tensor *s = mw_add(m, name, 1, (size_t[]){rows});
+    for (size_t r = 0; r < rows; r++)
+        s->values[r] = 0.01f * (float)(1 + r % 3);
+}
+
+/* An I8 model gives exactly the output of the F32 model holding q * scale,
+ * each product rounded once: what loading dequantizes to. */
+Test(cli, i8_weights_with_scales_match_their_f32_values)
+{
+    const char *input = "4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n";
+    size_t n = model->n_tensors, quantized = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_linear_weight(&model->tensors[i])) {
+            quantize_tensor(model, i);
+            quantized++;
+        }
+    cr_assert_geq(quantized, 10, "the tiny model should have 10 linear weights or more");
+    mw_write(model, dir);
+    test_run i8 = translate(input);
+    expect_success(&i8);
+    test_run i8_score = run("4 5 6\t7 8 9\n", "score", "-m", dir);
+    expect_success(&i8_score);
+
+    for (size_t i = 0; i < n; i++) {
+        mw_tensor *w = &model->tensors[i];
+        if (strcmp(w->dtype, "I8") != 0)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%s_scale", w->name);
+        const float *scale = mw_find(model, name)->values;
+        size_t cols = w->shape[1];
+        for (size_t j = 0; j < w->count; j++)
+            w->values[j] = (float)lroundf(w->values[j] * 100.0f) * scale[j / cols];
+        mw_set_dtype(model, w->name, "F32");
+    }
+    mw_write(model, dir);
+    test_run f32 = translate(input);
+    expect_success(&f32);
+    test_run f32_score = run("4 5 6\t7 8 9\n", "score", "-m", dir);
+    expect_success(&f32_score);
+    cr_expect_str_eq(i8.out, f32.out);
+    cr_expect_str_eq(i8_score.out, f32_score.out);
+    test_run_free(&i8);
+    test_run_free(&i8_score);
+    test_run_free(&f32);
+    test_run_free(&f32_score);
+}
+
+/* One broken I8 model per case, each error naming the culprit tensor. */
+Test(cli, i8_weights_are_checked)
+{
+    static const char *const w = "transformer.decoder.layers.0.linear1.weight";
+    static const char *const s = "transformer.decoder.layers.0.linear1.weight_scale";
+    static const struct {
+        const char *what;
+        const char *needle;
+    } cases[] = {
+        {"no scale", "'transformer.decoder.layers.0.linear1.weight'"},
+        {"scale F16", "'transformer.decoder.layers.0.linear1.weight_scale'"},
+        {"scale shape", "'transformer.decoder.layers.0.linear1.weight_scale'"},
+        {"scale zero", "scale 1 is 0"},
+        {"scale negative", "scale 1 is -"},
+        {"scale NaN", "scale 1 is nan"},
+        {"scale inf", "scale 1 is inf"},
+        {"I8 bias", "'generator.bias'"},
+        {"I8 norm", "'transformer.encoder.layers.0.norm1.weight'"},
+        {"I8 embedding", "'src_tok_emb.embedding.weight'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        mw_model_free(model);
+        model = mw_model_tiny(15);
+        size_t i = 0;
+        while (strcmp(model->tensors[i].name, w) != 0)
+            i++;
+        if (c > 0 && c < 7)
+            quantize_tensor(model, i);
+        float *scale = c > 0 && c < 7 ? mw_find(model, s)->values : NULL;
+        switch (c) {
+        case 0: mw_set_dtype(model, w, "I8"); break;
+        case 1: mw_set_dtype(model, s, "F16"); break;
+        case 2: mw_set_shape(model, s, 1, (size_t[]){3}); break;
+        case 3: scale[1] = 0.0f; break;
+        case 4: scale[1] = -0.5f; break;
+        case 5: scale[1] = NAN; break;
+        case 6: scale[1] = INFINITY; break;
+        case 7: mw_set_dtype(model, "generator.bias", "I8"); break;
+        case 8: mw_set_dtype(model, "transformer.encoder.layers.0.norm1.weight", "I8"); break;
+        case 9: mw_set_dtype(model, "src_tok_emb.embedding.weight", "I8"); break;
+        }
+        mw_write(model, dir);
+        test_run r = translate("4 5\n");
+        cr_expect(strstr(r.err, cases[c].needle) != NULL, "%s: stderr \"%s\" should hold \"%s\"",
+                  cases[c].what, r.err, cases[c].needle);
+        expect_failure(&r, cases[c].needle, NULL, 0);
+        test_run_free(&r);
+    }
+}
+
 Test(cli, overlapping_tensors)
 {
     mw_overlap(model, "src_tok_emb.embedding.weight", "generator.bias");
