@@ -25,6 +25,9 @@ from torch import nn
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+# What a safetensors file may hold: the float types, and I8 for quantized linear
+# weights (each with a "<name>_scale" F32 tensor, INTERFACE.md).
+STORAGE_DTYPES = dict(TORCH_DTYPES, I8=torch.int8)
 
 # Optional config.json keys and their defaults (INTERFACE.md section 1).
 CONFIG_DEFAULTS = {
@@ -403,11 +406,35 @@ def round_weights(model, dtype):
         tensor.copy_(tensor.to(TORCH_DTYPES[dtype]).to(tensor.dtype))
 
 
+def is_linear_weight(name, shape):
+    """The tensors INTERFACE.md lets be I8: a linear layer's 2-D weight."""
+    return len(shape) == 2 and (name.endswith("in_proj_weight") or
+                                (name.endswith(".weight") and not name.endswith("embedding.weight")))
+
+
+def quantize_int8(weight):
+    """Symmetric per-row int8 of a [out, in] weight: (q int8, scale float32 [out]).
+
+    scale = max|w_row| / 127 (1 for an all-zero row, so every scale is > 0),
+    q = round(w / scale), ties to even, within [-127, 127].
+    """
+    weight = weight.detach().to(torch.float32)
+    scale = weight.abs().amax(dim=1) / 127.0
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def dequantize_int8(q, scale):
+    """q * scale in float32, each product rounded once (what tessera's loader computes)."""
+    return q.to(torch.float32) * scale.to(torch.float32)[:, None]
+
+
 def _tensor_bytes(tensor, dtype):
     """Raw little-endian bytes of tensor stored as dtype."""
     if not isinstance(tensor, torch.Tensor):
         tensor = torch.from_numpy(np.asarray(tensor))
-    tensor = tensor.detach().cpu().to(TORCH_DTYPES[dtype]).contiguous()
+    tensor = tensor.detach().cpu().to(STORAGE_DTYPES[dtype]).contiguous()
     if dtype == "BF16":
         array = tensor.view(torch.int16).numpy()
     else:
@@ -415,20 +442,24 @@ def _tensor_bytes(tensor, dtype):
     return array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes(), list(tensor.shape)
 
 
-def write_safetensors(path, tensors, dtype="F32", metadata=None):
-    """Writes name -> array/tensor as a safetensors file, all stored as dtype.
+def write_safetensors(path, tensors, dtype="F32", metadata=None, dtypes=None):
+    """Writes name -> array/tensor as a safetensors file, stored as dtype, or
+    as dtypes[name] for the names that mapping gives (e.g. "I8").
 
     Tensors are laid out in name order; the header is padded with spaces to
     a multiple of 8 bytes so that the data section is aligned.
     """
-    if dtype not in TORCH_DTYPES:
-        raise ValueError("dtype must be one of " + ", ".join(TORCH_DTYPES))
+    dtypes = dtypes or {}
+    for kind in [dtype] + list(dtypes.values()):
+        if kind not in STORAGE_DTYPES:
+            raise ValueError("dtype must be one of " + ", ".join(STORAGE_DTYPES))
     header = {}
     blobs = []
     offset = 0
     for name in sorted(tensors):
-        data, shape = _tensor_bytes(tensors[name], dtype)
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        kind = dtypes.get(name, dtype)
+        data, shape = _tensor_bytes(tensors[name], kind)
+        header[name] = {"dtype": kind, "shape": shape, "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     if metadata:
@@ -443,7 +474,10 @@ def write_safetensors(path, tensors, dtype="F32", metadata=None):
 
 
 def read_safetensors(path):
-    """name -> float32 torch tensor, for round-trip checks of write_safetensors."""
+    """name -> float32 torch tensor, for round-trip checks of write_safetensors.
+
+    An I8 weight comes back dequantized with its scale tensor, which is dropped.
+    """
     with open(path, "rb") as f:
         raw = f.read()
     (header_len,) = struct.unpack("<Q", raw[:8])
@@ -458,9 +492,12 @@ def read_safetensors(path):
         if info["dtype"] == "BF16":
             tensor = torch.frombuffer(chunk, dtype=torch.int16).view(torch.bfloat16)
         else:
-            tensor = torch.frombuffer(chunk, dtype=TORCH_DTYPES[info["dtype"]])
-        result[name] = tensor.to(torch.float32).reshape(info["shape"])
-    return result
+            tensor = torch.frombuffer(chunk, dtype=STORAGE_DTYPES[info["dtype"]])
+        result[name] = tensor.reshape(info["shape"])
+    for name, info in header.items():
+        if name != "__metadata__" and info["dtype"] == "I8":
+            result[name] = dequantize_int8(result[name], result.pop(name + "_scale"))
+    return {name: tensor.to(torch.float32) for name, tensor in result.items()}
 
 
 def write_vocab(path, tokens):

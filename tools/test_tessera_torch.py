@@ -268,6 +268,31 @@ def check_converter(failures):
                 worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
         report(failures, "tessera-convert round trip (bf16)", worst, 1e-12)
 
+        for kind in ("int8", "bf16"):
+            model = build(1, 50).float()
+            torch.save({"state_dict": model.state_dict(), "hparams": hparams}, checkpoint)
+            run = run_convert([checkpoint, out_dir, "--quantize", kind])
+            worst = math.inf
+            if run.returncode == 0:
+                back = tt.load_model_dir(out_dir).double()
+                with torch.no_grad():  # the values the file holds, computed independently
+                    for name, tensor in model.state_dict().items():
+                        if not tt.is_linear_weight(name, tensor.shape):
+                            continue
+                        if kind == "bf16":
+                            tensor.copy_(tensor.to(torch.bfloat16).to(torch.float32))
+                            continue
+                        amax = tensor.abs().amax(dim=1, keepdim=True)
+                        scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+                        q = torch.clamp(torch.round(tensor / scale), -127, 127)
+                        tensor.copy_(q * scale)
+                reference = model.double()
+                worst = 0.0 if back.config == reference.config else math.inf
+                for src, tgt in (([3, 4, 0, 9], [1, 2, 0]), ([7], [])):
+                    got, want = back.score(src, tgt), reference.score(src, tgt)
+                    worst = max(worst, max(abs(a - b) for a, b in zip(got, want)))
+            report(failures, "tessera-convert --quantize %s round trip" % kind, worst, 1e-12)
+
         bad_cases = {  # tensor name -> replacement (None: left out)
             "transformer.decoder.layers.2.norm3.bias": None,
             "transformer.encoder.layers.0.linear2.weight": torch.zeros(36, 53),
