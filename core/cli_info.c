@@ -53,7 +53,7 @@ int cli_info(int argc, char **argv)
         return cli_error("%s", err);
     printf("kernel set chosen: %s%s\n", chosen,
            getenv("TESSERA_ISA") && *getenv("TESSERA_ISA") ? " (forced by TESSERA_ISA)" : "");
-    printf("compute type: %s%s; available: f32, bf16 (--compute-type or TESSERA_COMPUTE_TYPE)\n",
+    printf("compute type: %s%s; available: f32, bf16, int8 (--compute-type or TESSERA_COMPUTE_TYPE)\n",
            tessera_compute_type_name(type),
            env_type && *env_type ? " (from TESSERA_COMPUTE_TYPE)" : " (the default)");
     if (cli_apply_threads(0, NULL, 0) != 0)

@@ -63,9 +63,11 @@ void cli_usage_compute_type(FILE *f)
 {
     fprintf(f,
             "  --compute-type TYPE     how the linear layers hold their weights: f32 (the\n"
-            "                          default, or TESSERA_COMPUTE_TYPE), or bf16: weights\n"
-            "                          rounded to bfloat16, half the bytes to stream, math in\n"
-            "                          float32 (int8 is not available yet)\n");
+            "                          default, or TESSERA_COMPUTE_TYPE); bf16: rounded to\n"
+            "                          bfloat16, half the bytes to stream, math in float32;\n"
+            "                          int8: per-row int8 weights, activations quantized per\n"
+            "                          token, int32 sums (portable kernels for now: the same\n"
+            "                          results on every set, not yet fast)\n");
 }
 
 int cli_apply_threads(int threads, const char *numa, int smt)

@@ -43,10 +43,6 @@ int tsr_compute_type_resolve(const tessera_load_options *options, tessera_comput
         if (env && *env && tessera_compute_type_parse(env, &t, err, err_len) != 0)
             return tsr_fail_prefix(err, err_len, "TESSERA_COMPUTE_TYPE");
     }
-    if (t == TESSERA_COMPUTE_INT8)
-        return tsr_fail(err, err_len,
-                        "compute type int8 is not available in this version of tessera (f32 and "
-                        "bf16 are)");
     if (t < TESSERA_COMPUTE_F32 || t > TESSERA_COMPUTE_INT8)
         return tsr_fail(err, err_len, "compute type %d is not one of tessera_compute_type",
                         (int)t);

@@ -383,7 +383,9 @@ tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *ker
     m->cfg = *cfg;
     m->kernels = kernels;
     m->compute_type = type;
-    m->weight_type = type == TESSERA_COMPUTE_BF16 ? TSR_WEIGHTS_BF16 : TSR_WEIGHTS_F32;
+    m->weight_type = type == TESSERA_COMPUTE_BF16   ? TSR_WEIGHTS_BF16
+                     : type == TESSERA_COMPUTE_INT8 ? TSR_WEIGHTS_INT8
+                                                    : TSR_WEIGHTS_F32;
     m->act = activation_of(cfg->activation);
     m->d = (size_t)cfg->d_model;
     m->n_heads = (size_t)cfg->n_heads;

@@ -52,7 +52,7 @@ typedef enum tessera_compute_type {
     TESSERA_COMPUTE_DEFAULT = -1, /* TESSERA_COMPUTE_TYPE from the environment, else f32 */
     TESSERA_COMPUTE_F32 = 0,
     TESSERA_COMPUTE_BF16 = 1, /* weights rounded to bfloat16, math in float32 */
-    TESSERA_COMPUTE_INT8 = 2, /* not available yet: loading with it is an error */
+    TESSERA_COMPUTE_INT8 = 2, /* int8 weights per row, activations per token, int32 sums */
 } tessera_compute_type;
 
 /* "f32", "bf16", "int8"; "default" for TESSERA_COMPUTE_DEFAULT. */

@@ -37,6 +37,9 @@ typedef enum tsr_weight_type {
      * exactly as the kernels read them: a set's bf16 result is bit-identical
      * to its f32 result on the rounded weights. */
     TSR_WEIGHTS_BF16,
+    /* int8 per output row, activations quantized per row on every call,
+     * int32 accumulation (simd/int8.h): every set gives the same bits. */
+    TSR_WEIGHTS_INT8,
 } tsr_weight_type;
 
 /*

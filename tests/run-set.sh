@@ -62,9 +62,10 @@ for options in "--beam 1 --batch 1" "--beam 1 --batch 16" "--beam 4 --batch 1" "
     "--beam 4 --batch 16") f32_beam=$(echo "$result" | exact_of) ;;
     esac
 done
-# Reduced precision: bf16 must stay within 0.5 points (5 sentences in 1000)
-# of what f32 got above with the same decoding, this set, batch 16 (batch
-# and thread invariance are the other programs' business).
+# Reduced precision: bf16 and int8 must stay within 0.5 points (5 sentences
+# in 1000) of what f32 got above with the same decoding, this set, batch 16
+# (batch and thread invariance are the other programs' business).
+for type in bf16 int8; do
 for decoding in greedy beam; do
     if [ "$decoding" = greedy ]; then f32=$f32_greedy beam=1; else f32=$f32_beam beam=4; fi
     if [ -z "$f32" ]; then
@@ -73,12 +74,13 @@ for decoding in greedy beam; do
         continue
     fi
     sentences=$(wc -l <"$model/test.ref.txt")
-    bf16_floor=$((f32 - sentences / 200))
-    echo "== accuracy, kernel set $name, --compute-type bf16 --beam $beam --batch 16" \
-        "(floor $bf16_floor: f32's $f32 less 0.5 points)"
+    floor_type=$((f32 - sentences / 200))
+    echo "== accuracy, kernel set $name, --compute-type $type --beam $beam --batch 16" \
+        "(floor $floor_type: f32's $f32 less 0.5 points)"
     # shellcheck disable=SC2086 # the runner is words
     TESSERA_ISA=$name "$srcdir/tools/eval-demo" "$model" \
         --tessera "${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test" \
-        --min-exact "$bf16_floor" --compute-type bf16 --beam $beam --batch 16 || status=1
+        --min-exact "$floor_type" --compute-type $type --beam $beam --batch 16 || status=1
+done
 done
 exit $status

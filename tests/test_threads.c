@@ -25,12 +25,12 @@ static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
 ParameterizedTestParameters(threads, output_independent_of_threads)
 {
     static const char *const kinds[] = {"score", "translate", "beam"};
-    static const char *const types[] = {"f32", "bf16"};
-    size_t n = tsr_kernel_set_count * 3 * 2;
+    static const char *const types[] = {"f32", "bf16", "int8"};
+    size_t n = tsr_kernel_set_count * 3 * 3;
     thread_case *cases = cr_malloc(n * sizeof *cases);
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
         for (size_t k = 0; k < 3; k++)
-            for (size_t t = 0; t < 2; t++, i++) {
+            for (size_t t = 0; t < 3; t++, i++) {
                 snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "%s", types[t]);

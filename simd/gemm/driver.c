@@ -4,12 +4,13 @@
  * Portable C at the baseline flags; all arithmetic is in the set's
  * microkernel and epilogue.
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "simd/gemm/gemm.h"
+#include "simd/scalar/scalar.h"
+#include "simd/thread_scratch.h"
 
 /* Partial sums of one MC x NR block of the output (the blocked path), and one
  * MR x NR tile (the decode path): on the stack, 64-byte aligned. */
@@ -94,60 +95,13 @@ void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_u
     cfg->pack_rows = tsr_gemm_pack_rows;
 }
 
-/* ---- Per-thread buffer for packed rows of x ---------------------------------- */
-
-typedef struct pack_buffer {
-    float *p;
-    size_t cap;
-} pack_buffer;
-
-static pthread_key_t pack_key;
-static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
-static int pack_key_ready;
-
-static void pack_buffer_free(void *v)
-{
-    pack_buffer *b = v;
-    free(b->p);
-    free(b);
-}
-
-static void pack_key_create(void)
-{
-    pack_key_ready = pthread_key_create(&pack_key, pack_buffer_free) == 0;
-}
-
-/* This thread's buffer of at least `floats` floats, grown (never shrunk) as
- * calls need, freed when the thread exits; NULL when memory is short, and the
- * caller then takes the path that needs no buffer. Allocation happens only
- * while the sizes a thread sees are still growing. */
+/* This thread's buffer for `floats` packed floats of x (simd/thread_scratch.h),
+ * or NULL: the caller then reads x in place. */
 static float *packing_buffer(size_t floats)
 {
-    pthread_once(&pack_once, pack_key_create);
-    if (!pack_key_ready)
+    if (floats > SIZE_MAX / sizeof(float))
         return NULL;
-    pack_buffer *b = pthread_getspecific(pack_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b)
-            return NULL;
-        if (pthread_setspecific(pack_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < floats) {
-        void *p = NULL;
-        free(b->p);
-        b->p = NULL;
-        b->cap = 0;
-        if (floats > SIZE_MAX / sizeof(float) ||
-            posix_memalign(&p, 64, round_up(floats * sizeof(float), 64)) != 0)
-            return NULL;
-        b->p = p;
-        b->cap = floats;
-    }
-    return b->p;
+    return tsr_thread_scratch(TSR_SCRATCH_GEMM_PACK, floats * sizeof(float));
 }
 
 /* ---- Both paths ------------------------------------------------------------------ */
@@ -357,6 +311,12 @@ void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a)
 {
     if (a->m == 0 || a->n_end <= a->n_begin)
         return;
+    if (a->w->type == TSR_WEIGHTS_INT8) {
+        /* No set has int8 kernels of its own yet: the portable ones, which
+         * every set's int8 results are defined by (simd/int8.h). */
+        tsr_i8_linear__scalar(a);
+        return;
+    }
     if (a->m > cfg->decode_rows) {
         size_t mc = rows_per_block(cfg, a->m, a->w->k);
         float *packed = packing_buffer(mc * a->w->k);

@@ -8,6 +8,7 @@
 
 #include "simd/bf16.h"
 #include "simd/gemm/gemm.h"
+#include "simd/scalar/scalar.h"
 
 static size_t panels_of(size_t n, size_t nr)
 {
@@ -17,6 +18,8 @@ static size_t panels_of(size_t n, size_t nr)
 size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, size_t n,
                            size_t k)
 {
+    if (type == TSR_WEIGHTS_INT8)
+        return tsr_i8_pack_bytes__scalar(n, k);
     size_t value = type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float);
     return panels_of(n, cfg->nr) * cfg->nr * k * value;
 }
@@ -26,6 +29,10 @@ size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, siz
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
                           size_t n, size_t k, void *panels)
 {
+    if (type == TSR_WEIGHTS_INT8) {
+        tsr_i8_pack_linear__scalar(w, n, k, panels);
+        return;
+    }
     const size_t nr = cfg->nr;
     const int bf16 = type == TSR_WEIGHTS_BF16;
     const size_t value = bf16 ? sizeof(uint16_t) : sizeof(float);

@@ -21,6 +21,8 @@
 size_t tsr_pack_bytes__scalar(const tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k)
 {
     (void)ks;
+    if (type == TSR_WEIGHTS_INT8)
+        return tsr_i8_pack_bytes__scalar(n, k);
     return n * k * (type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float));
 }
 
@@ -28,7 +30,9 @@ void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const 
                              size_t n, size_t k, void *panels)
 {
     (void)ks;
-    if (type == TSR_WEIGHTS_BF16) {
+    if (type == TSR_WEIGHTS_INT8) {
+        tsr_i8_pack_linear__scalar(w, n, k, panels);
+    } else if (type == TSR_WEIGHTS_BF16) {
         uint16_t *h = panels;
         for (size_t i = 0; i < n * k; i++)
             h[i] = tsr_f32_to_bf16(w[i]);
@@ -58,6 +62,10 @@ void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a)
 {
     (void)ks;
     const tsr_packed_linear *w = a->w;
+    if (w->type == TSR_WEIGHTS_INT8) {
+        tsr_i8_linear__scalar(a);
+        return;
+    }
 
     for (size_t i0 = 0; i0 < a->m; i0 += ROW_BLOCK) {
         size_t i_end = i0 + ROW_BLOCK < a->m ? i0 + ROW_BLOCK : a->m;

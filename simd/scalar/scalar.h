@@ -25,6 +25,12 @@ size_t tsr_pack_bytes__scalar(const tsr_kernels *ks, tsr_weight_type type, size_
 void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const float *w,
                              size_t n, size_t k, void *panels);
 void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
+
+/* The portable int8 linear layer (simd/scalar/i8-linear.c, simd/int8.h): the
+ * packing and the layer every set uses for int8 weights until it has its own. */
+size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k);
+void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels);
+void tsr_i8_linear__scalar(const tsr_linear_args *a);
 void tsr_f32_attention__scalar(const tsr_attention_args *a);
 void tsr_f32_add_layernorm__scalar(float *x, size_t ldx, const float *delta, size_t ldd,
                                    size_t rows, size_t n, const float *gamma, const float *beta,

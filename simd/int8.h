@@ -1,0 +1,48 @@
+/*
+ * int8 weights and activations: the definitions every kernel set's int8 path
+ * follows, so that all of them give the same bits (int8 products summed in
+ * int32 are exact; only these roundings exist).
+ *
+ *   weights, at packing, per output row j:
+ *       s_w[j] = max_p |W[j][p]| / 127   (1 for an all-zero row: every scale > 0)
+ *       Wq[j][p] = round(W[j][p] / s_w[j]), ties to even, within [-127, 127]
+ *   activations, on every call, per row i of x (a token, so batch-invariant):
+ *       amax = max_p |x[i][p]|;  inv = 127 / amax (0 when amax is 0)
+ *       xq[i][p] = round(x[i][p] * inv), ties to even, within [-127, 127]
+ *       s_x[i] = amax / 127
+ *   output:
+ *       acc = sum_p xq[i][p] * Wq[j][p]          (int32, exact: |acc| < 2^31
+ *                                                  for k < 133 000)
+ *       y = ((float)acc * s_w[j]) * s_x[i], then + bias, activation, residual
+ *         as for float32
+ *
+ * -127..127 and never -128: a product is at most 127 * 127, so the pairwise
+ * sums of vpmaddubsw-style instructions cannot saturate (2 * 127 * 127 =
+ * 32258 < 32767) with the |x| / sign trick, and the +128 shift of
+ * vpdpbusd (u8 x s8) stays exact with the column-sum correction.
+ */
+#ifndef TSR_SIMD_INT8_H
+#define TSR_SIMD_INT8_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* v rounded to nearest even and held within [-127, 127] (NaN gives -127:
+ * fmaxf returns the number when one operand is NaN). */
+static inline int8_t tsr_i8_round(float v)
+{
+    return (int8_t)nearbyintf(fminf(fmaxf(v, -127.0f), 127.0f));
+}
+
+static inline float tsr_i8_weight_scale(float amax)
+{
+    return amax > 0.0f ? amax / 127.0f : 1.0f;
+}
+
+/* 127 / amax, or 0 for an all-zero row (whose quantized values are all 0). */
+static inline float tsr_i8_activation_inverse(float amax)
+{
+    return amax > 0.0f ? 127.0f / amax : 0.0f;
+}
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * The portable int8 linear layer (simd/int8.h gives the arithmetic): weights
+ * quantized per output row at packing, x quantized per row on every call,
+ * int32 dot products, the float epilogue. It is the reference of every set's
+ * int8 path, and, until a set has int8 kernels of its own, the path the set
+ * runs (simd/gemm/driver.c hands int8 layers here): correct and
+ * batch-invariant, not fast.
+ *
+ * Packed layout: the n float scales, then (from the next 64-byte boundary)
+ * Wq as [n][k] int8, row-major.
+ *
+ * x is quantized a block of rows at a time into this thread's scratch
+ * (simd/thread_scratch.h); should that allocation fail, each value is
+ * quantized again as it is used (slower, same bits).
+ */
+#include "simd/int8.h"
+#include "simd/scalar/scalar.h"
+#include "simd/thread_scratch.h"
+
+#define ROW_BLOCK 8
+
+static size_t scales_bytes(size_t n)
+{
+    return (n * sizeof(float) + 63) / 64 * 64;
+}
+
+size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k)
+{
+    return scales_bytes(n) + n * k;
+}
+
+void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels)
+{
+    float *scales = panels;
+    int8_t *q = (int8_t *)((char *)panels + scales_bytes(n));
+    for (size_t j = 0; j < n; j++) {
+        const float *row = w + j * k;
+        float amax = 0.0f;
+        for (size_t p = 0; p < k; p++)
+            amax = fmaxf(amax, fabsf(row[p]));
+        const float scale = tsr_i8_weight_scale(amax);
+        scales[j] = scale;
+        for (size_t p = 0; p < k; p++)
+            q[j * k + p] = tsr_i8_round(row[p] / scale);
+    }
+}
+
+/* ---- The layer --------------------------------------------------------------- */
+
+/* sum_p xq[p] * wq[p], xq from `quantized` or, when it is NULL, from x. */
+static int32_t dot_i8(const int8_t *quantized, const float *x, float inv, const int8_t *wq,
+                      size_t k)
+{
+    int32_t acc = 0;
+    if (quantized) {
+        for (size_t p = 0; p < k; p++)
+            acc += (int32_t)quantized[p] * wq[p];
+    } else {
+        for (size_t p = 0; p < k; p++)
+            acc += (int32_t)tsr_i8_round(x[p] * inv) * wq[p];
+    }
+    return acc;
+}
+
+void tsr_i8_linear__scalar(const tsr_linear_args *a)
+{
+    const tsr_packed_linear *w = a->w;
+    const size_t k = w->k;
+    const float *w_scales = w->panels;
+    const int8_t *wq = (const int8_t *)((const char *)w->panels + scales_bytes(w->n));
+    int8_t *xq = tsr_thread_scratch(TSR_SCRATCH_I8_ROWS, ROW_BLOCK * (k ? k : 1));
+    float inv[ROW_BLOCK], x_scale[ROW_BLOCK];
+
+    for (size_t i0 = 0; i0 < a->m; i0 += ROW_BLOCK) {
+        size_t rows = a->m - i0 < ROW_BLOCK ? a->m - i0 : ROW_BLOCK;
+        for (size_t r = 0; r < rows; r++) {
+            const float *x = a->x + (i0 + r) * a->ldx;
+            float amax = 0.0f;
+            for (size_t p = 0; p < k; p++)
+                amax = fmaxf(amax, fabsf(x[p]));
+            inv[r] = tsr_i8_activation_inverse(amax);
+            x_scale[r] = amax / 127.0f;
+            if (xq)
+                for (size_t p = 0; p < k; p++)
+                    xq[r * k + p] = tsr_i8_round(x[p] * inv[r]);
+        }
+        for (size_t j = a->n_begin; j < a->n_end; j++) {
+            for (size_t r = 0; r < rows; r++) {
+                size_t i = i0 + r;
+                int32_t acc = dot_i8(xq ? xq + r * k : NULL, a->x + i * a->ldx, inv[r],
+                                     wq + j * k, k);
+                float v = ((float)acc * w_scales[j]) * x_scale[r];
+                if (w->bias)
+                    v += w->bias[j];
+                v = tsr_f32_activate_one__scalar(v, a->act);
+                /* Read the residual before writing y: they may be the same. */
+                if (a->residual)
+                    v = a->residual[i * a->ldr + j] + v;
+                a->y[i * a->ldy + j] = v;
+            }
+        }
+    }
+}
