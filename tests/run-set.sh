@@ -50,7 +50,24 @@ exact_of() {
 }
 f32_greedy=
 f32_beam=
-for options in "--beam 1 --batch 1" "--beam 1 --batch 16" "--beam 4 --batch 1" "--beam 4 --batch 16"; do
+# TESSERA_TEST_ACCURACY=quick (for runs under an emulator of the same code,
+# e.g. .ci/no-avx512) keeps the batch-16 runs and, for bf16 and int8, greedy
+# decoding only; the default, full, runs them all.
+accuracy=${TESSERA_TEST_ACCURACY:-full}
+f32_runs="--beam 1 --batch 1|--beam 1 --batch 16|--beam 4 --batch 1|--beam 4 --batch 16"
+reduced_decodings="greedy beam"
+if [ "$accuracy" = quick ]; then
+    f32_runs="--beam 1 --batch 16|--beam 4 --batch 16"
+    reduced_decodings=greedy
+fi
+old_ifs=$IFS
+IFS='|'
+set -f
+# shellcheck disable=SC2086 # split on | only
+set -- $f32_runs
+set +f
+IFS=$old_ifs
+for options in "$@"; do
     echo "== accuracy of models/numbers-en-de, kernel set $name, $options (floor $floor)"
     # shellcheck disable=SC2086 # the runner and the options are words
     result=$(TESSERA_ISA=$name "$srcdir/tools/eval-demo" "$model" \
@@ -66,7 +83,7 @@ done
 # in 1000) of what f32 got above with the same decoding, this set, batch 16
 # (batch and thread invariance are the other programs' business).
 for type in bf16 int8; do
-for decoding in greedy beam; do
+for decoding in $reduced_decodings; do
     if [ "$decoding" = greedy ]; then f32=$f32_greedy beam=1; else f32=$f32_beam beam=4; fi
     if [ -z "$f32" ]; then
         echo "FAIL: no f32 exact-match count for $decoding to compare bf16 with"
