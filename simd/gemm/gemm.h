@@ -8,7 +8,9 @@
  * Packed weights: W [n][k] is cut into panels of NR output features; panel j
  * holds, for p = 0..k-1, the NR values W[j*NR + c][p] (c = 0..NR-1)
  * contiguously, zero-padded past n: float32, or bfloat16 (2 bytes a value,
- * same layout, read by the set's bf16 microkernel). A microkernel streams one panel with unit
+ * same layout, read by the set's bf16 microkernel). int8 weights are not
+ * panels yet: the frame hands them to the portable int8 layer
+ * (simd/scalar/i8-linear.c) for packing and computing. A microkernel streams one panel with unit
  * stride and never sees a partial panel; the k range of a cache block is a
  * contiguous piece of it.
  *

@@ -3,6 +3,8 @@
  * at load, into NR-wide k-major panels; rows of x, on every large call, into
  * MR-row k-major panels. Plain copies, except that bf16 panels round each
  * weight to bfloat16 (simd/bf16.h); no other arithmetic touches the values.
+ * int8 weights are packed by the portable int8 layer (simd/scalar/i8-linear.c),
+ * which is also what computes with them until a set has int8 kernels.
  */
 #include <string.h>
 
