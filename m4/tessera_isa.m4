@@ -88,3 +88,56 @@ AC_DEFUN([TESSERA_CHECK_AVX512_EMULATED], [
   ])
   AM_CONDITIONAL([BUILD_AVX512_EMULATED], [test "x$tessera_avx512_emulated" = "xyes"])
 ])
+
+# _TESSERA_CHECK_EXTENSION(NAME, PARENT, FLAGS, INCLUDES, BODY, CONDITIONAL, DEFINE)
+# An instruction-set extension used by a few kernels of set PARENT (int8 dot
+# products): checked only when PARENT is built, with PARENT's flags plus its
+# own; its kernels build in a library of their own with FLAGS, and the set
+# runs them only where the CPU reports the extension.
+AC_DEFUN([_TESSERA_CHECK_EXTENSION], [
+  tessera_have_$1=no
+  AS_IF([test "x$tessera_have_$2" = "xyes"], [
+    AC_MSG_CHECKING([whether $CC builds $1 kernels with $3])
+    tessera_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS $3"
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([$4], [$5])],
+                   [tessera_have_$1=yes], [tessera_have_$1=no])
+    CFLAGS=$tessera_save_CFLAGS
+    AC_MSG_RESULT([$tessera_have_$1])
+  ])
+  AS_IF([test "x$tessera_have_$1" = "xyes"], [
+    AC_DEFINE([$7], [1], [the $1 kernels of the $2 set are built])
+    tessera_isa_list="$tessera_isa_list $2+$1"
+  ])
+  AM_CONDITIONAL([$6], [test "x$tessera_have_$1" = "xyes"])
+])
+
+# The int8 dot-product extensions: AVX512-VNNI (vpdpbusd on zmm), AVX-VNNI
+# (its VEX form on ymm: Alder Lake, Zen 5) and the ARMv8.2 dot product (sdot).
+AC_DEFUN([TESSERA_CHECK_INT8_EXTENSIONS], [
+  AC_REQUIRE([TESSERA_CHECK_ISA_AVX2])
+  AC_REQUIRE([TESSERA_CHECK_ISA_AVX512])
+  AC_REQUIRE([TESSERA_CHECK_ISA_NEON])
+  CFLAGS_AVX512_VNNI="$CFLAGS_AVX512 -mavx512vnni"
+  AC_SUBST([CFLAGS_AVX512_VNNI])
+  _TESSERA_CHECK_EXTENSION([vnni], [avx512], [$CFLAGS_AVX512_VNNI], [[#include <immintrin.h>]],
+    [[volatile int in[16] = {1};
+      __m512i a = _mm512_loadu_si512((const void *)in);
+      return _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(a, a, a));]],
+    [BUILD_AVX512_VNNI], [HAVE_KERNELS_AVX512_VNNI])
+  CFLAGS_AVX_VNNI="$CFLAGS_AVX2 -mavxvnni"
+  AC_SUBST([CFLAGS_AVX_VNNI])
+  _TESSERA_CHECK_EXTENSION([avxvnni], [avx2], [$CFLAGS_AVX_VNNI], [[#include <immintrin.h>]],
+    [[volatile int in[8] = {1};
+      __m256i a = _mm256_loadu_si256((const void *)in);
+      return _mm256_extract_epi32(_mm256_dpbusd_avx_epi32(a, a, a), 0);]],
+    [BUILD_AVX_VNNI], [HAVE_KERNELS_AVX_VNNI])
+  CFLAGS_NEON_DOT="$CFLAGS_NEON -march=armv8.2-a+dotprod"
+  AC_SUBST([CFLAGS_NEON_DOT])
+  _TESSERA_CHECK_EXTENSION([dotprod], [neon], [$CFLAGS_NEON_DOT], [[#include <arm_neon.h>]],
+    [[volatile int in[4] = {1};
+      int32x4_t a = vld1q_s32((const int *)in);
+      int8x16_t b = vreinterpretq_s8_s32(a);
+      return vaddvq_s32(vdotq_laneq_s32(a, b, b, 1));]],
+    [BUILD_NEON_DOT], [HAVE_KERNELS_NEON_DOT])
+])

@@ -44,6 +44,14 @@ static void detect(tsr_cpu_features *f)
         return;
     __cpuid_count(7, 0, a, b, c, d);
     f->avx2 = (b >> 5) & 1;
+    const unsigned int leaf7_subleaves = a;
+    const unsigned int leaf7_b = b, leaf7_c = c;
+    if (leaf7_subleaves >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        f->avxvnni = f->avx2 && ((a >> 4) & 1);
+    }
+    b = leaf7_b;
+    c = leaf7_c;
     if (!os_zmm)
         return;
     f->avx512f = (b >> 16) & 1;
@@ -59,7 +67,11 @@ static void detect(tsr_cpu_features *f)
 #ifndef HWCAP_ASIMD
 #define HWCAP_ASIMD (1 << 1)
 #endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
 static int has_asimd(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0; }
+static int has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 #elif defined(__FreeBSD__)
 #include <sys/auxv.h>
 #include <machine/elf.h>
@@ -69,6 +81,13 @@ static int has_asimd(void)
     if (elf_aux_info(AT_HWCAP, &hwcap, sizeof hwcap) != 0)
         return 1; /* Advanced SIMD is mandatory in AArch64 */
     return (hwcap & HWCAP_ASIMD) != 0;
+}
+static int has_dotprod(void)
+{
+    unsigned long hwcap = 0;
+    if (elf_aux_info(AT_HWCAP, &hwcap, sizeof hwcap) != 0)
+        return 0;
+    return (hwcap & HWCAP_ASIMDDP) != 0;
 }
 #elif defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -80,13 +99,23 @@ static int has_asimd(void)
         return 1;
     return v != 0;
 }
+static int has_dotprod(void)
+{
+    int v = 0;
+    size_t len = sizeof v;
+    if (sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &len, NULL, 0) != 0)
+        return 0;
+    return v != 0;
+}
 #else
 static int has_asimd(void) { return 1; }
+static int has_dotprod(void) { return 0; }
 #endif
 static void detect(tsr_cpu_features *f)
 {
     f->arch = "aarch64";
     f->neon = has_asimd();
+    f->neon_dot = f->neon && has_dotprod();
 }
 
 #else
@@ -113,7 +142,7 @@ void tsr_cpu_features_describe(const tsr_cpu_features *f, char *buf, size_t len)
         {"avx", f->avx},           {"avx2", f->avx2},         {"fma", f->fma},
         {"f16c", f->f16c},         {"avx512f", f->avx512f},   {"avx512bw", f->avx512bw},
         {"avx512dq", f->avx512dq}, {"avx512vl", f->avx512vl}, {"avx512vnni", f->avx512vnni},
-        {"neon", f->neon},
+        {"avxvnni", f->avxvnni},   {"neon", f->neon},         {"dotprod", f->neon_dot},
     };
     size_t used = 0;
     if (len == 0)

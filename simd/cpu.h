@@ -10,8 +10,9 @@ typedef struct tsr_cpu_features {
     /* x86: set only when the OS also saves the register state (XGETBV). */
     int avx, avx2, fma, f16c;
     int avx512f, avx512bw, avx512dq, avx512vl, avx512vnni;
-    /* AArch64 Advanced SIMD. */
-    int neon;
+    int avxvnni; /* VEX-encoded vpdpbusd on ymm (Alder Lake, Zen 5) */
+    /* AArch64 Advanced SIMD, and its ARMv8.2 dot product (sdot/udot). */
+    int neon, neon_dot;
 } tsr_cpu_features;
 
 /* The features of the running CPU, detected on first call. Thread-safe after

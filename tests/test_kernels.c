@@ -25,6 +25,7 @@
 
 #include "simd/bf16.h"
 #include "simd/dispatch.h"
+#include "simd/gemm/gemm.h"
 #include "tests/kernel_reference.h"
 #include "tests/testutil.h"
 
@@ -523,21 +524,13 @@ static void ref_linear_i8(const linear_case *c, float *pre)
     free(w_scale);
 }
 
-ParameterizedTestParameters(kernels, linear_int8)
-{
-    return each_set();
-}
-
-/* Every set's int8 linear gives the bits of the definition (the integer part
- * is exact, and the few float roundings are fixed by it): compared bit for
- * bit without activation, through the double activation with a tolerance
+/* Every int8 linear gives the bits of the definition (the integer part is
+ * exact, and the few float roundings are fixed by it): compared bit for bit
+ * without activation, through the double activation with a tolerance
  * otherwise; plus column ranges and single rows bit-identical to the whole
  * call. */
-ParameterizedTest(set_param *p, kernels, linear_int8)
+static void check_linear_int8(const tsr_kernels *ks, const char *set)
 {
-    const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
-
     for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
         const linear_shape *s = &linear_shapes[si];
         linear_case c = linear_case_new(ks, s, si);
@@ -580,6 +573,43 @@ ParameterizedTest(set_param *p, kernels, linear_int8)
         free(pre);
         free(i8_panels);
         linear_case_free(&c);
+    }
+}
+
+ParameterizedTestParameters(kernels, linear_int8)
+{
+    return each_set();
+}
+
+/* The set's int8 linear as dispatched, then, for a set on the GEMM frame,
+ * each int8 microkernel it has for this CPU (simd/gemm/gemm.h), put in
+ * turn into a copy of its table: every one must give the definition's bits.
+ * The kernels tested are named on stderr. */
+ParameterizedTest(set_param *p, kernels, linear_int8)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    check_linear_int8(ks, set);
+    if (!ks->gemm) {
+        fprintf(stderr, "kernels/linear_int8 [%s]: the portable int8 layer\n", set);
+        return;
+    }
+    cr_assert(ks->gemm->i8_variant_count > 0, "[%s] has the GEMM frame but no int8 kernel", set);
+    for (size_t v = 0; v < ks->gemm->i8_variant_count; v++) {
+        const tsr_gemm_i8_kernel *kernel = ks->gemm->i8_variants[v];
+        tsr_gemm_config cfg = *ks->gemm;
+        cfg.i8 = kernel;
+        tsr_kernels table = *ks;
+        table.gemm = &cfg;
+        cr_assert(ks->linear_n_align % kernel->nr == 0,
+                  "[%s] int8 kernel %s: nr %zu does not divide the column unit %zu", set,
+                  kernel->name, kernel->nr, ks->linear_n_align);
+        char name[96];
+        snprintf(name, sizeof name, "%s, int8 kernel %s", set, kernel->name);
+        check_linear_int8(&table, name);
+        fprintf(stderr, "kernels/linear_int8 [%s]: int8 kernel %s: same bits as the definition\n",
+                set, kernel->name);
     }
 }
 

@@ -31,4 +31,19 @@ void tsr_f32_gemm_epilogue__avx2(const float *c, size_t ldc, size_t m, size_t n,
                                  tsr_activation act, const float *residual, size_t ldr, float *y,
                                  size_t ldy);
 
+/* The int8 microkernels (simd/gemm/gemm.h): 4 x 16 with a_offset 0 for AVX2
+ * alone (simd/avx2/i8-gemm-4x16.c), and 6 x 16 with a_offset 128 for CPUs
+ * with AVX-VNNI (simd/avx2/i8-gemm-6x16-avxvnni.c, built with its flag in a
+ * library of its own). */
+extern const tsr_gemm_i8_kernel tsr_i8_gemm_4x16__avx2;
+extern const tsr_gemm_i8_kernel tsr_i8_gemm_6x16__avxvnni;
+
+/* The int8 frame's steps around the microkernel (simd/avx2/i8-quantize.c),
+ * of the types tsr_gemm_i8_abs_max_fn, tsr_gemm_i8_quantize_fn and
+ * tsr_gemm_i8_dequantize_fn; the avx512 set uses them too. */
+float tsr_i8_abs_max__avx2(const float *x, size_t k);
+void tsr_i8_quantize__avx2(const float *x, size_t k, float inv, int offset, uint8_t *q);
+void tsr_i8_dequantize__avx2(const int32_t *acc, size_t n, int32_t offset, const int32_t *sums,
+                             const float *w_scales, float x_scale, float *out);
+
 #endif

@@ -30,6 +30,11 @@ void tsr_f32_gemm_ukernel_bf16_12x32__avx512(size_t k, const float *a, size_t a_
 void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                        float *packed);
 
+/* The int8 microkernel for CPUs with AVX512-VNNI: 12 x 32, a_offset 128
+ * (simd/avx512/i8-gemm-12x32-vnni.c: built with the VNNI flag in a library
+ * of its own, or emulated). */
+extern const tsr_gemm_i8_kernel tsr_i8_gemm_12x32__avx512vnni;
+
 /* A tsr_gemm_epilogue_fn (simd/avx512/f32-gemm-epilogue.c). */
 void tsr_f32_gemm_epilogue__avx512(const float *c, size_t ldc, size_t m, size_t n,
                                    const float *bias, tsr_activation act, const float *residual,

@@ -3,8 +3,11 @@
  * packer and epilogue; then the set's own kernel for every other entry.
  * No entry is left to the scalar set. Built twice (simd/avx512/intrinsics.h):
  * natively, and emulated for the tests, as tsr_kernels_init_avx512_emulated. */
+#include "tessera-config.h"
+#include "simd/avx2/gemm-avx2.h"
 #include "simd/avx512/avx512.h"
 #include "simd/avx512/gemm-avx512.h"
+#include "simd/cpu.h"
 #include "simd/dispatch.h"
 
 /* Filled once by the table's init (dispatch.c serialises it), only read
@@ -24,6 +27,21 @@ void tsr_kernels_init_avx512(tsr_kernels *t)
                          tsr_f32_gemm_ukernel_12x32__avx512, tsr_f32_gemm_epilogue__avx512);
     gemm.ukernel_bf16 = tsr_f32_gemm_ukernel_bf16_12x32__avx512;
     gemm.pack_rows = tsr_f32_gemm_pack_rows_12__avx512;
+    /* int8: the VNNI kernel (emulated: always); on AVX-512 CPUs without VNNI
+     * (Skylake-SP) the avx2 set's kernel, deliberately: AVX-512BW has no
+     * vpsignb, and its 16-column panels divide this set's 32-column split. */
+#if defined(TSR_AVX512_EMULATED)
+    tsr_gemm_add_i8_kernel(&gemm, &tsr_i8_gemm_12x32__avx512vnni);
+#elif defined(HAVE_KERNELS_AVX512_VNNI)
+    if (tsr_cpu_features_get()->avx512vnni)
+        tsr_gemm_add_i8_kernel(&gemm, &tsr_i8_gemm_12x32__avx512vnni);
+#endif
+#ifdef HAVE_KERNELS_AVX2
+    tsr_gemm_add_i8_kernel(&gemm, &tsr_i8_gemm_4x16__avx2);
+#endif
+    gemm.i8_abs_max = tsr_i8_abs_max__avx2;
+    gemm.i8_quantize = tsr_i8_quantize__avx2;
+    gemm.i8_dequantize = tsr_i8_dequantize__avx2;
     tsr_gemm_bind(t, &gemm);
 
     t->attention = tsr_f32_attention__avx512;

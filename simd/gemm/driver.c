@@ -93,6 +93,12 @@ void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_u
     cfg->ukernel = ukernel;
     cfg->epilogue = epilogue;
     cfg->pack_rows = tsr_gemm_pack_rows;
+    cfg->i8 = NULL;
+    cfg->i8_variant_count = 0;
+    cfg->i8_kc4 = 0;
+    cfg->i8_abs_max = tsr_gemm_i8_abs_max;
+    cfg->i8_quantize = tsr_gemm_i8_quantize;
+    cfg->i8_dequantize = tsr_gemm_i8_dequantize;
 }
 
 /* This thread's buffer for `floats` packed floats of x (simd/thread_scratch.h),
@@ -312,9 +318,12 @@ void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a)
     if (a->m == 0 || a->n_end <= a->n_begin)
         return;
     if (a->w->type == TSR_WEIGHTS_INT8) {
-        /* No set has int8 kernels of its own yet: the portable ones, which
-         * every set's int8 results are defined by (simd/int8.h). */
-        tsr_i8_linear__scalar(a);
+        /* The set's int8 kernel in the int8 frame, or, for a set without
+         * one, the portable layer: the same bits (simd/int8.h). */
+        if (cfg->i8)
+            tsr_gemm_i8_linear(cfg, a);
+        else
+            tsr_i8_linear__scalar(a);
         return;
     }
     if (a->m > cfg->decode_rows) {

@@ -8,9 +8,10 @@
  * Packed weights: W [n][k] is cut into panels of NR output features; panel j
  * holds, for p = 0..k-1, the NR values W[j*NR + c][p] (c = 0..NR-1)
  * contiguously, zero-padded past n: float32, or bfloat16 (2 bytes a value,
- * same layout, read by the set's bf16 microkernel). int8 weights are not
- * panels yet: the frame hands them to the portable int8 layer
- * (simd/scalar/i8-linear.c) for packing and computing. A microkernel streams one panel with unit
+ * same layout, read by the set's bf16 microkernel). int8 weights have panels
+ * of their own, in groups of 4 steps of k (simd/gemm/i8-driver.c, below);
+ * a set without an int8 microkernel hands them to the portable int8 layer
+ * (simd/scalar/i8-linear.c). A microkernel streams one panel with unit
  * stride and never sees a partial panel; the k range of a cache block is a
  * contiguous piece of it.
  *
@@ -96,6 +97,50 @@ typedef void (*tsr_gemm_epilogue_fn)(const float *c, size_t ldc, size_t m, size_
 typedef void (*tsr_gemm_pack_fn)(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                  float *packed);
 
+/*
+ * int8 (simd/int8.h gives the arithmetic, simd/gemm/i8-driver.c the frame).
+ * Weights: per output row a scale and the column sum of its int8 values, then
+ * panels of NR rows as [ceil(k/4)][NR][4] int8 (four consecutive k of one
+ * output feature together, k zero-padded to a multiple of 4). Rows of x:
+ * quantized per row on every call and packed per MR-row tile as
+ * [ceil(k/4)][MR][4] bytes, each the int8 value plus the kernel's a_offset
+ * (128 for vpdpbusd, whose first operand is unsigned; 0 for signed
+ * products), which the frame takes back out with the column sums:
+ * sum (xq + off) w = acc + off * colsum. Integer sums are exact, so the order
+ * of k groups and the blocking cannot change a bit: every int8 kernel of
+ * every set gives the portable layer's results.
+ *
+ * One MR x NR tile: C[i][c] (int32, rows NR apart) = [C +] sum over groups
+ * g < k4 and q < 4 of A[g][i][q] * B[g][c][q], for rows i < m <= MR only
+ * (A is a tile's packed rows, B a panel's, both contiguous).
+ */
+typedef void (*tsr_gemm_ukernel_i8_fn)(size_t k4, const uint8_t *a, const int8_t *b,
+                                       int32_t *c, size_t m, int accumulate);
+
+typedef struct tsr_gemm_i8_kernel {
+    const char *name; /* e.g. "avx512-vnni 12x32", for info and test messages */
+    size_t mr, nr;    /* nr divides the set's linear_n_align */
+    int a_offset;     /* 128 (x held as unsigned xq + 128) or 0 (signed xq) */
+    tsr_gemm_ukernel_i8_fn ukernel;
+} tsr_gemm_i8_kernel;
+
+/* The steps around the int8 microkernel, as vector code of the set (the
+ * frame's portable ones by default), each with the arithmetic of
+ * simd/int8.h, so bit-identical to them:
+ *   abs_max:    max_p |x[p]| (NaNs passed over, as fmaxf);
+ *   quantize:   q[p] = (uint8_t)(round(x[p] * inv) + offset), p < k;
+ *   dequantize: out[c] = ((float)(acc[c] - offset * sums[c]) * w_scales[c])
+ *               * x_scale, c < n (n a multiple of 4). */
+typedef float (*tsr_gemm_i8_abs_max_fn)(const float *x, size_t k);
+typedef void (*tsr_gemm_i8_quantize_fn)(const float *x, size_t k, float inv, int offset,
+                                        uint8_t *q);
+typedef void (*tsr_gemm_i8_dequantize_fn)(const int32_t *acc, size_t n, int32_t offset,
+                                          const int32_t *sums, const float *w_scales,
+                                          float x_scale, float *out);
+
+/* The int8 kernels a set was built with and this CPU runs, best first. */
+#define TSR_GEMM_I8_VARIANTS_MAX 4
+
 typedef struct tsr_gemm_config {
     size_t mr, nr;          /* microkernel tile */
     size_t kc;              /* k per block: a KC x NR weight piece fills L1 */
@@ -108,6 +153,15 @@ typedef struct tsr_gemm_config {
     tsr_gemm_ukernel_bf16_fn ukernel_bf16; /* for bf16 panels; every set has one */
     tsr_gemm_epilogue_fn epilogue;
     tsr_gemm_pack_fn pack_rows; /* tsr_gemm_pack_rows unless the set has its own */
+    /* int8: the kernel in use (NULL: the portable int8 layer), and every one
+     * the set could use here (for the tests, which run each). */
+    const tsr_gemm_i8_kernel *i8;
+    const tsr_gemm_i8_kernel *i8_variants[TSR_GEMM_I8_VARIANTS_MAX];
+    size_t i8_variant_count;
+    size_t i8_kc4;          /* k groups per block: a piece of an int8 panel in L1 */
+    tsr_gemm_i8_abs_max_fn i8_abs_max;
+    tsr_gemm_i8_quantize_fn i8_quantize;
+    tsr_gemm_i8_dequantize_fn i8_dequantize;
 } tsr_gemm_config;
 
 /* Fills cfg for an mr x nr microkernel (mr * nr <= 1024) from the cache sizes
@@ -116,6 +170,11 @@ typedef struct tsr_gemm_config {
  * at table init. */
 void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_ukernel_fn ukernel,
                           tsr_gemm_epilogue_fn epilogue);
+
+/* Adds an int8 kernel this CPU runs to cfg's variants (at most
+ * TSR_GEMM_I8_VARIANTS_MAX); the first one added is the one used. Call in
+ * order of preference, at table init. */
+void tsr_gemm_add_i8_kernel(tsr_gemm_config *cfg, const tsr_gemm_i8_kernel *kernel);
 
 /* Makes the frame serve table t's linear layers and FFN with the set's
  * config: t->gemm = cfg (which must outlive the table: a set keeps it in a
@@ -131,6 +190,18 @@ size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, siz
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
                           size_t n, size_t k, void *panels);
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
+
+/* The portable steps around the int8 microkernel (the config's defaults). */
+float tsr_gemm_i8_abs_max(const float *x, size_t k);
+void tsr_gemm_i8_quantize(const float *x, size_t k, float inv, int offset, uint8_t *q);
+void tsr_gemm_i8_dequantize(const int32_t *acc, size_t n, int32_t offset, const int32_t *sums,
+                            const float *w_scales, float x_scale, float *out);
+
+/* The int8 frame (simd/gemm/i8-driver.c), for cfg->i8 != NULL. */
+size_t tsr_gemm_i8_pack_bytes(const tsr_gemm_i8_kernel *kernel, size_t n, size_t k);
+void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, size_t n,
+                             size_t k, void *panels);
+void tsr_gemm_i8_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 
 /* The FFN entry of every set (simd/kernels.h): its two linear layers
  * through ks->linear, ks->ffn_block_rows rows at a time through a->scratch

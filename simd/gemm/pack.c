@@ -3,8 +3,9 @@
  * at load, into NR-wide k-major panels; rows of x, on every large call, into
  * MR-row k-major panels. Plain copies, except that bf16 panels round each
  * weight to bfloat16 (simd/bf16.h); no other arithmetic touches the values.
- * int8 weights are packed by the portable int8 layer (simd/scalar/i8-linear.c),
- * which is also what computes with them until a set has int8 kernels.
+ * int8 weights are packed by the int8 frame (simd/gemm/i8-driver.c), or, for a
+ * set without an int8 microkernel, by the portable int8 layer
+ * (simd/scalar/i8-linear.c), which then also computes with them.
  */
 #include <string.h>
 
@@ -21,7 +22,7 @@ size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, siz
                            size_t k)
 {
     if (type == TSR_WEIGHTS_INT8)
-        return tsr_i8_pack_bytes__scalar(n, k);
+        return cfg->i8 ? tsr_gemm_i8_pack_bytes(cfg->i8, n, k) : tsr_i8_pack_bytes__scalar(n, k);
     size_t value = type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float);
     return panels_of(n, cfg->nr) * cfg->nr * k * value;
 }
@@ -32,7 +33,10 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
                           size_t n, size_t k, void *panels)
 {
     if (type == TSR_WEIGHTS_INT8) {
-        tsr_i8_pack_linear__scalar(w, n, k, panels);
+        if (cfg->i8)
+            tsr_gemm_i8_pack_linear(cfg->i8, w, n, k, panels);
+        else
+            tsr_i8_pack_linear__scalar(w, n, k, panels);
         return;
     }
     const size_t nr = cfg->nr;

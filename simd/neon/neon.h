@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "simd/gemm/gemm.h"
 #include "simd/kernels.h"
 
 void tsr_f32_attention__neon(const tsr_attention_args *a);
@@ -39,6 +40,13 @@ void tsr_f32_gemm_ukernel_8x12__neon(size_t k, const float *a, size_t a_rs, size
 void tsr_f32_gemm_ukernel_bf16_8x12__neon(size_t k, const float *a, size_t a_rs, size_t a_cs,
                                           const uint16_t *b, float *c, size_t m, int accumulate,
                                           const uint16_t *next, size_t every);
+/* The int8 microkernels (simd/gemm/gemm.h), a_offset 0: 8 x 12 with the
+ * ARMv8.2 dot product (simd/neon/i8-gemm-8x12-dot.c, built with its flag in a
+ * library of its own, run where HWCAP says so), 4 x 12 without
+ * (simd/neon/i8-gemm-4x12.c). */
+extern const tsr_gemm_i8_kernel tsr_i8_gemm_8x12__neondot;
+extern const tsr_gemm_i8_kernel tsr_i8_gemm_4x12__neon;
+
 void tsr_f32_gemm_epilogue__neon(const float *c, size_t ldc, size_t m, size_t n,
                                  const float *bias, tsr_activation act, const float *residual,
                                  size_t ldr, float *y, size_t ldy);
