@@ -8,6 +8,7 @@
 #include "core/model_path.h"
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
+#include "simd/gemm/gemm.h"
 #include "threads/topology.h"
 
 static void usage(FILE *f)
@@ -53,6 +54,10 @@ int cli_info(int argc, char **argv)
         return cli_error("%s", err);
     printf("kernel set chosen: %s%s\n", chosen,
            getenv("TESSERA_ISA") && *getenv("TESSERA_ISA") ? " (forced by TESSERA_ISA)" : "");
+    const tsr_kernels *chosen_set = tsr_kernels_lookup(chosen, buf, sizeof buf);
+    printf("int8 kernel: %s\n", chosen_set && chosen_set->gemm && chosen_set->gemm->i8
+                                     ? chosen_set->gemm->i8->name
+                                     : "the portable reference (simd/scalar/i8-linear.c)");
     printf("compute type: %s%s; available: f32, bf16, int8 (--compute-type or TESSERA_COMPUTE_TYPE)\n",
            tessera_compute_type_name(type),
            env_type && *env_type ? " (from TESSERA_COMPUTE_TYPE)" : " (the default)");

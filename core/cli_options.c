@@ -66,8 +66,9 @@ void cli_usage_compute_type(FILE *f)
             "                          default, or TESSERA_COMPUTE_TYPE); bf16: rounded to\n"
             "                          bfloat16, half the bytes to stream, math in float32;\n"
             "                          int8: per-row int8 weights, activations quantized per\n"
-            "                          token, int32 sums (portable kernels for now: the same\n"
-            "                          results on every set, not yet fast)\n");
+            "                          token, int32 sums: a quarter of the bytes and the\n"
+            "                          same results on every kernel set (`tessera info`\n"
+            "                          names the int8 kernel)\n");
 }
 
 int cli_apply_threads(int threads, const char *numa, int smt)

@@ -88,7 +88,7 @@ void perf_round_weights(tsr_weight_type type, float *w, size_t n)
 
 const char *perf_type_name(tsr_weight_type type)
 {
-    return type == TSR_WEIGHTS_BF16 ? "bf16" : "f32";
+    return type == TSR_WEIGHTS_BF16 ? "bf16" : type == TSR_WEIGHTS_INT8 ? "int8" : "f32";
 }
 
 void perf_packed_free(perf_packed *p)

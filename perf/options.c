@@ -33,9 +33,12 @@ static void usage(FILE *f)
             "                   activation, embed, widen, or all (default all)\n"
             "  --isa NAME       time one kernel set only (scalar, avx2, avx512, neon)\n"
             "  --threads N      threads for tessera's kernels and the peers (default 1)\n"
-            "  --type f32|bf16  how tessera holds the gemm and ffn weights (default f32);\n"
-            "                   with bf16 every candidate, peers too, multiplies by the\n"
-            "                   same bf16-rounded weights\n"
+            "  --type f32|bf16|int8  how tessera holds the gemm and ffn weights (default\n"
+            "                   f32); with bf16 every candidate, peers too, multiplies by\n"
+            "                   the same bf16-rounded weights; with int8 the peers run\n"
+            "                   float32 on the original weights (a reference time, their\n"
+            "                   results not compared) and pct_peak is left out (the FMA\n"
+            "                   peak is not the int8 one)\n"
             "  --shape S        one shape instead of the built-in ones, for a single --op:\n"
             "                   gemm MxNxK (rows, outputs, inputs); ffn MxD_FFxD;\n"
             "                   attention NQxNKxD (run unmasked and causal);\n"
@@ -200,11 +203,17 @@ int perf_parse_options(int argc, char **argv, perf_options *o)
             o->cpu_clock = strcmp(optarg, "cpu") == 0;
             break;
         case OPT_TYPE:
-            if (strcmp(optarg, "f32") != 0 && strcmp(optarg, "bf16") != 0) {
-                fprintf(stderr, "tessera-perf: --type expects f32 or bf16, not '%s'\n", optarg);
+            if (strcmp(optarg, "f32") == 0) {
+                o->weight_type = TSR_WEIGHTS_F32;
+            } else if (strcmp(optarg, "bf16") == 0) {
+                o->weight_type = TSR_WEIGHTS_BF16;
+            } else if (strcmp(optarg, "int8") == 0) {
+                o->weight_type = TSR_WEIGHTS_INT8;
+            } else {
+                fprintf(stderr, "tessera-perf: --type expects f32, bf16 or int8, not '%s'\n",
+                        optarg);
                 return -1;
             }
-            o->weight_type = strcmp(optarg, "bf16") == 0 ? TSR_WEIGHTS_BF16 : TSR_WEIGHTS_F32;
             break;
         case 'h':
             usage(stdout);

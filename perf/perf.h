@@ -167,7 +167,8 @@ void perf_pack_copies(const tsr_kernels *t, tsr_weight_type type, const float *w
 
 /* The weights every candidate of a gemm or ffn case multiplies by: w itself,
  * or, for bf16, w rounded to bfloat16 (in place), so that the peers, which
- * read float32, compute with the same values and results stay comparable. */
+ * read float32, compute with the same values and results stay comparable.
+ * int8 leaves w alone: the sets quantize it, the peers cannot. */
 void perf_round_weights(tsr_weight_type type, float *w, size_t n);
 
 /* The name of a weight type, for the type= field. */
