@@ -75,6 +75,9 @@ static int has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0
 #elif defined(__FreeBSD__)
 #include <sys/auxv.h>
 #include <machine/elf.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20) /* as on Linux: the AArch64 hwcap bit */
+#endif
 static int has_asimd(void)
 {
     unsigned long hwcap = 0;
