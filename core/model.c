@@ -1,6 +1,8 @@
 /* Building the in-memory model from a weight source: every tensor INTERFACE.md
  * names is fetched by name, checked for shape, widened to float32 and, for
- * linear layers, packed for the kernel set in use. */
+ * linear layers, packed for the kernel set in use; with compute type int8, a
+ * linear weight the source holds as int8 (an I8 file) is packed from its
+ * values and scales as they are, never widened. */
 #include "core/model.h"
 
 #include <math.h>
@@ -16,6 +18,8 @@ typedef struct builder {
     tessera_model *m;
     const tsr_weight_source *src;
     float *staging; /* room for the largest weight before packing */
+    float *scales;  /* room for its rows' scales, when staged as int8 */
+    int staged_i8;  /* the staged weight is int8 values + scales, not floats */
     char *err;
     size_t err_len;
 } builder;
@@ -91,21 +95,43 @@ static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t
     lin->panels = arena_take(b->m, kern->pack_bytes(kern, lin->type, n, k));
     if (!lin->panels)
         return out_of_memory(b, name);
-    kern->pack_linear(kern, lin->type, b->staging + row0 * k, n, k, lin->panels);
+    if (b->staged_i8)
+        kern->pack_linear_i8(kern, (const int8_t *)b->staging + row0 * k, b->scales + row0, n, k,
+                             lin->panels);
+    else
+        kern->pack_linear(kern, lin->type, b->staging + row0 * k, n, k, lin->panels);
     return 0;
+}
+
+/* Stages the linear weight `name` [n][k] for pack_rows: as the source's int8
+ * values and scales when the model computes in int8 and the source holds it
+ * so (never widened to float32), as floats otherwise. */
+static int fetch_weight(builder *b, const char *name, size_t n, size_t k)
+{
+    size_t shape[2] = {n, k};
+    b->staged_i8 = 0;
+    if (b->m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
+        int rc = b->src->fetch_i8(b->src->ctx, name, n, k, (int8_t *)b->staging, b->scales,
+                                  b->err, b->err_len);
+        if (rc <= 0) {
+            b->staged_i8 = rc == 0;
+            return rc;
+        }
+    }
+    return b->src->fetch(b->src->ctx, name, shape, 2, 0, 0, b->staging, b->err, b->err_len);
 }
 
 /* Fetches PREFIX.weight [n][k] and PREFIX.bias [n] into a packed layer. */
 static int fetch_linear(builder *b, const char *prefix, size_t n, size_t k, tsr_packed_linear *lin)
 {
     char name[256];
-    size_t wshape[2] = {n, k}, bshape[1] = {n};
+    size_t bshape[1] = {n};
     float *bias;
     snprintf(name, sizeof name, "%s.bias", prefix);
     if (fetch_plain(b, name, bshape, 1, 0, &bias) != 0)
         return -1;
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if (b->src->fetch(b->src->ctx, name, wshape, 2, 0, 0, b->staging, b->err, b->err_len) != 0)
+    if (fetch_weight(b, name, n, k) != 0)
         return -1;
     return pack_rows(b, name, 0, n, k, bias, lin);
 }
@@ -115,12 +141,12 @@ static int fetch_in_proj(builder *b, const char *prefix, float **bias)
 {
     char name[256];
     size_t d = b->m->d;
-    size_t wshape[2] = {3 * d, d}, bshape[1] = {3 * d};
+    size_t bshape[1] = {3 * d};
     snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
     if (fetch_plain(b, name, bshape, 1, 0, bias) != 0)
         return -1;
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    return b->src->fetch(b->src->ctx, name, wshape, 2, 0, 0, b->staging, b->err, b->err_len);
+    return fetch_weight(b, name, 3 * d, d);
 }
 
 static int fetch_self_attention(builder *b, const char *prefix, tsr_self_attention *a)
@@ -259,6 +285,17 @@ static size_t largest_weight(const tessera_config *c)
     return big;
 }
 
+/* Rows of the tallest linear weight (its scales when staged as int8). */
+static size_t largest_rows(const tessera_config *c)
+{
+    size_t d = (size_t)c->d_model, rows = 3 * d;
+    if ((size_t)c->d_ff > rows)
+        rows = (size_t)c->d_ff;
+    if ((size_t)c->tgt_vocab_size > rows)
+        rows = (size_t)c->tgt_vocab_size;
+    return rows;
+}
+
 /* Bytes arena_take hands out for one layer's panels. */
 static size_t panel_bytes(const tsr_kernels *k, tsr_weight_type t, size_t n, size_t in)
 {
@@ -395,9 +432,13 @@ tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *ker
     m->arena_bytes = arena_size(cfg, kernels, m->weight_type);
     m->arena = tsr_alloc(m->arena_bytes, 1);
     m->weight_bytes += m->arena_bytes;
-    builder b = {m, src, tsr_alloc_floats(largest_weight(cfg)), err, err_len};
-    int rc = b.staging && m->arena ? build_all(&b) : out_of_memory(&b, "packed weights");
+    builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
+    b.staging = tsr_alloc_floats(largest_weight(cfg));
+    b.scales = tsr_alloc_floats(largest_rows(cfg));
+    int rc = b.staging && b.scales && m->arena ? build_all(&b)
+                                               : out_of_memory(&b, "packed weights");
     tsr_free(b.staging);
+    tsr_free(b.scales);
     if (rc == 0)
         rc = place_weights(m, err, err_len);
     if (rc != 0) {

@@ -96,6 +96,13 @@ static inline const tsr_packed_linear *tsr_model_replica(const tessera_model *m,
 typedef struct tsr_weight_source {
     int (*fetch)(void *ctx, const char *name, const size_t *shape, size_t ndim, int optional,
                  int rows_at_least, float *dst, char *err, size_t err_len);
+    /* A linear weight [rows][cols] already quantized (int8 values in
+     * -127..127 and a scale per row), for compute type int8, or NULL when
+     * the source has none: returns 1 when the tensor is not held so (the
+     * caller then fetches floats), 0 when q and scales were filled, -1 on
+     * error. */
+    int (*fetch_i8)(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
+                    float *scales, char *err, size_t err_len);
     void *ctx;
 } tsr_weight_source;
 

@@ -1,5 +1,6 @@
 /* tessera_model_load: config.json + model.safetensors from a directory. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,12 +53,11 @@ static int is_linear_weight(const char *name, size_t ndim)
                          (ends_with(name, ".weight") && !ends_with(name, "embedding.weight")));
 }
 
-/* An I8 linear weight: rows [0, rows) of `cols` values dequantized with its
- * per-row F32 scale tensor, w = q * scale rounded once (what compute type
- * f32 makes of an I8 file). The scale tensor must be F32 [out] with every
- * value finite and > 0. */
-static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
-                      size_t cols, float *dst, char *err, size_t err_len)
+/* The per-row scales of an I8 linear weight, checked: the F32 [out] tensor
+ * "<name>_scale", rows [0, rows) finite and > 0. Copies those to `scales`
+ * when it is not NULL; *data is the tensor's (unaligned) bytes. */
+static int read_scales(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
+                       float *scales, const unsigned char **data, char *err, size_t err_len)
 {
     char scale_name[512];
     snprintf(scale_name, sizeof scale_name, "%s_scale", t->name);
@@ -71,18 +71,62 @@ static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_
     if (s->ndim != 1 || s->shape[0] != t->shape[0])
         return tsr_fail(err, err_len, "tensor '%s': shape must be [%zu], one scale per row of '%s'",
                         scale_name, t->shape[0], t->name);
-    const unsigned char *scales = s->data;
-    const signed char *q = t->data;
+    *data = s->data;
     for (size_t i = 0; i < rows; i++) {
         float scale;
-        memcpy(&scale, scales + i * sizeof scale, sizeof scale);
+        memcpy(&scale, *data + i * sizeof scale, sizeof scale);
         if (!(scale > 0.0f) || isinf(scale))
             return tsr_fail(err, err_len,
                             "tensor '%s': scale %zu is %g, expected finite and > 0", scale_name,
                             i, (double)scale);
+        if (scales)
+            scales[i] = scale;
+    }
+    return 0;
+}
+
+/* An I8 linear weight: rows [0, rows) of `cols` values dequantized with its
+ * scales, w = q * scale rounded once (what compute type f32 makes of an I8
+ * file). */
+static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
+                      size_t cols, float *dst, char *err, size_t err_len)
+{
+    const unsigned char *scales;
+    if (read_scales(st, t, rows, NULL, &scales, err, err_len) != 0)
+        return -1;
+    const int8_t *q = t->data;
+    for (size_t i = 0; i < rows; i++) {
+        float scale;
+        memcpy(&scale, scales + i * sizeof scale, sizeof scale);
         for (size_t j = 0; j < cols; j++)
             dst[i * cols + j] = (float)q[i * cols + j] * scale;
     }
+    return 0;
+}
+
+/* An I8 linear weight as it is, for compute type int8: q and its scales,
+ * never widened. Returns 1, with nothing read, when the tensor is missing,
+ * misshapen, not I8, or holds a -128 (outside the symmetric range the int8
+ * kernels take): the caller then fetches it as floats, which names what is
+ * wrong with it or, for a -128, dequantizes it to be quantized again.
+ * Returns 0 when read, -1 on a bad scale tensor. */
+static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
+                              float *scales, char *err, size_t err_len)
+{
+    file_source *fs = ctx;
+    const tsr_tensor_info *t = tsr_safetensors_find(&fs->st, name);
+    size_t shape[2] = {rows, cols};
+    if (!t || t->dtype != TSR_DTYPE_I8 || !shape_matches(t, shape, 2, 0) ||
+        !is_linear_weight(name, 2))
+        return 1;
+    const int8_t *data = t->data;
+    for (size_t i = 0; i < rows * cols; i++)
+        if (data[i] == INT8_MIN)
+            return 1;
+    const unsigned char *unused;
+    if (read_scales(&fs->st, t, rows, scales, &unused, err, err_len) != 0)
+        return -1;
+    memcpy(q, data, rows * cols);
     return 0;
 }
 
@@ -155,7 +199,7 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     if (tsr_safetensors_open(path, &fs.st, err, err_len) != 0)
         return tsr_fail_prefix(err, err_len, path);
 
-    tsr_weight_source src = {fetch_from_file, &fs};
+    tsr_weight_source src = {fetch_from_file, fetch_i8_from_file, &fs};
     *model = tsr_model_build(&cfg, kernels, type, &src, err, err_len);
     tsr_safetensors_close(&fs.st);
     if (!*model)

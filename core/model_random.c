@@ -86,7 +86,7 @@ int tessera_model_random_with(const tessera_config *config, uint64_t seed,
     if (!kernels)
         return -1;
     random_source rs = {seed, config};
-    tsr_weight_source src = {fetch_random, &rs};
+    tsr_weight_source src = {fetch_random, NULL, &rs};
     *model = tsr_model_build(config, kernels, type, &src, err, err_len);
     return *model ? 0 : -1;
 }

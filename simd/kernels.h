@@ -138,6 +138,10 @@ typedef struct tsr_kernels {
     size_t (*pack_bytes)(const struct tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
     void (*pack_linear)(const struct tsr_kernels *ks, tsr_weight_type type, const float *w,
                         size_t n, size_t k, void *panels);
+    /* The int8 packing of weights already quantized (simd/int8.h's form):
+     * q [n][k] in -127..127 and one scale > 0 per row, taken as they are. */
+    void (*pack_linear_i8)(const struct tsr_kernels *ks, const int8_t *q, const float *scales,
+                           size_t n, size_t k, void *panels);
     void (*linear)(const struct tsr_kernels *ks, const tsr_linear_args *a);
     size_t ffn_block_rows;
     void (*ffn)(const struct tsr_kernels *ks, const tsr_ffn_args *a);

@@ -251,6 +251,54 @@ void ref_embed(const int32_t *ids, size_t count, const float *table, size_t d, f
                              (pos ? pos[i * d + c] : 0.0);
 }
 
+/* Nearest, ties to even, within [-127, 127]. */
+static int8_t quantize_i8(float v)
+{
+    long q = lrintf(v);
+    return (int8_t)(q < -127 ? -127 : q > 127 ? 127 : q);
+}
+
+void ref_quantize_weights_i8(const float *w, size_t ldw, size_t n, size_t k, int8_t *wq,
+                             float *scale)
+{
+    for (size_t j = 0; j < n; j++) {
+        float amax = 0.0f;
+        for (size_t p = 0; p < k; p++)
+            amax = fmaxf(amax, fabsf(w[j * ldw + p]));
+        scale[j] = amax > 0.0f ? amax / 127.0f : 1.0f;
+        for (size_t p = 0; p < k; p++)
+            wq[j * k + p] = quantize_i8(w[j * ldw + p] / scale[j]);
+    }
+}
+
+int ref_linear_i8(const float *x, size_t ldx, size_t m, const int8_t *wq, const float *scale,
+                  size_t n, size_t k, const float *bias, float *pre)
+{
+    int8_t *xq = malloc(k + 1);
+    if (!xq)
+        abort();
+    int fits = 1;
+    for (size_t i = 0; i < m; i++) {
+        const float *row = x + i * ldx;
+        float amax = 0.0f;
+        for (size_t p = 0; p < k; p++)
+            amax = fmaxf(amax, fabsf(row[p]));
+        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (size_t p = 0; p < k; p++)
+            xq[p] = quantize_i8(row[p] * inv);
+        for (size_t j = 0; j < n; j++) {
+            int64_t acc = 0;
+            for (size_t p = 0; p < k; p++)
+                acc += (int64_t)xq[p] * wq[j * k + p];
+            fits &= acc >= INT32_MIN && acc <= INT32_MAX;
+            float v = ((float)(int32_t)acc * scale[j]) * (amax / 127.0f);
+            pre[i * n + j] = bias ? v + bias[j] : v;
+        }
+    }
+    free(xq);
+    return fits ? 0 : -1;
+}
+
 double ref_f16_value(uint16_t h)
 {
     int negative = h >> 15;

@@ -70,6 +70,19 @@ size_t ref_argmax(const float *x, size_t n);
 void ref_embed(const int32_t *ids, size_t count, const float *table, size_t d, float scale,
                const float *pos, double *out);
 
+/* The int8 definitions of simd/int8.h, written here from its text.
+ * ref_quantize_weights_i8: w [n][k] (leading dimension ldw) per output row,
+ * scale[j] = max|w[j]| / 127 (1 for a zero row), wq [n][k] dense = the
+ * values / scale rounded to nearest even within [-127, 127].
+ * ref_linear_i8: pre[i][j] = ((float)acc * scale[j]) * s_x[i] + bias[j]
+ * (bias may be NULL), acc = sum_p xq[i][p] wq[j][p] summed exactly, x
+ * quantized per row as the definition says; pre is m x n dense. Returns -1
+ * when a sum would not fit the int32 the kernels use, else 0. */
+void ref_quantize_weights_i8(const float *w, size_t ldw, size_t n, size_t k, int8_t *wq,
+                             float *scale);
+int ref_linear_i8(const float *x, size_t ldx, size_t m, const int8_t *wq, const float *scale,
+                  size_t n, size_t k, const float *bias, float *pre);
+
 /* The value of an IEEE binary16 / bfloat16 bit pattern, computed
  * arithmetically (NaN for NaN patterns, +-inf for infinities). */
 double ref_f16_value(uint16_t h);

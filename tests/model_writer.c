@@ -214,6 +214,25 @@ void mw_set_dtype(mw_model *m, const char *name, const char *dtype)
     strcpy(t->dtype, dtype);
 }
 
+int mw_is_linear_weight(const mw_tensor *t)
+{
+    size_t n = strlen(t->name);
+    int weight = n > 7 && strcmp(t->name + n - 7, ".weight") == 0 && !strstr(t->name, "embedding");
+    return t->ndim == 2 && (weight || strstr(t->name, "in_proj_weight"));
+}
+
+mw_tensor *mw_quantize_i8(mw_model *m, const char *name)
+{
+    char scale_name[256];
+    size_t rows = mw_find(m, name)->shape[0];
+    snprintf(scale_name, sizeof scale_name, "%s_scale", name);
+    mw_set_dtype(m, name, "I8");
+    mw_tensor *s = mw_add(m, scale_name, 1, (size_t[]){rows});
+    for (size_t r = 0; r < rows; r++)
+        s->values[r] = 0.01f * (float)(1 + r % 3);
+    return s;
+}
+
 void mw_set_offsets(mw_model *m, const char *name, uint64_t begin, uint64_t end)
 {
     mw_tensor *t = mw_find(m, name);

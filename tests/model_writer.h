@@ -66,6 +66,14 @@ void mw_drop(mw_model *m, const char *name);
 void mw_set_shape(mw_model *m, const char *name, size_t ndim, const size_t *shape);
 /* "F32", "F16", "BF16", "I32", ... or any string at all. */
 void mw_set_dtype(mw_model *m, const char *name, const char *dtype);
+/* 1 for the tensors INTERFACE.md lets be I8: a 2-D "<layer>.weight" other
+ * than an embedding, or an attention's in_proj_weight. */
+int mw_is_linear_weight(const mw_tensor *t);
+/* Stores linear weight `name` as I8 (each value v written as lround(100 v),
+ * so |q| <= 100 for the default values) and adds its F32 scale tensor
+ * "<name>_scale", scale r = 0.01 (1 + r % 3); returns the scale tensor. The
+ * weight's float values are left as they were. */
+mw_tensor *mw_quantize_i8(mw_model *m, const char *name);
 /* data_offsets written as given, whatever the tensor's size. */
 void mw_set_offsets(mw_model *m, const char *name, uint64_t begin, uint64_t end);
 /* Moves `second` right after `first` in the file and makes it start one byte

@@ -646,26 +646,6 @@ Test(cli, wrong_dtype)
 
 /* ---- I8 weights with per-row scales (INTERFACE.md) ------------------------------ */
 
-static int is_linear_weight(const mw_tensor *t)
-{
-    size_t n = strlen(t->name);
-    int weight = n > 7 && strcmp(t->name + n - 7, ".weight") == 0 && !strstr(t->name, "embedding");
-    return t->ndim == 2 && (weight || strstr(t->name, "in_proj_weight"));
-}
-
-/* Gives tensor i (a linear weight) an F32 scale tensor with positive scales
- * that differ by row; the writer stores the I8 values as lround(100 v). */
-static void quantize_tensor(mw_model *m, size_t i)
-{
-    char name[256];
-    size_t rows = m->tensors[i].shape[0];
-    snprintf(name, sizeof name, "%s_scale", m->tensors[i].name);
-    mw_set_dtype(m, m->tensors[i].name, "I8");
-    mw_tensor *s = mw_add(m, name, 1, (size_t[]){rows});
-    for (size_t r = 0; r < rows; r++)
-        s->values[r] = 0.01f * (float)(1 + r % 3);
-}
-
 /* An I8 model gives exactly the output of the F32 model holding q * scale,
  * each product rounded once: what loading dequantizes to. */
 Test(cli, i8_weights_with_scales_match_their_f32_values)
@@ -673,8 +653,8 @@ Test(cli, i8_weights_with_scales_match_their_f32_values)
     const char *input = "4 5 6\n7 8\n1 2 3 4 5 6 7 8 9 10\n";
     size_t n = model->n_tensors, quantized = 0;
     for (size_t i = 0; i < n; i++)
-        if (is_linear_weight(&model->tensors[i])) {
-            quantize_tensor(model, i);
+        if (mw_is_linear_weight(&model->tensors[i])) {
+            mw_quantize_i8(model, model->tensors[i].name);
             quantized++;
         }
     cr_assert_geq(quantized, 10, "the tiny model should have 10 linear weights or more");
@@ -732,11 +712,8 @@ Test(cli, i8_weights_are_checked)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         mw_model_free(model);
         model = mw_model_tiny(15);
-        size_t i = 0;
-        while (strcmp(model->tensors[i].name, w) != 0)
-            i++;
         if (c > 0 && c < 7)
-            quantize_tensor(model, i);
+            mw_quantize_i8(model, w);
         float *scale = c > 0 && c < 7 ? mw_find(model, s)->values : NULL;
         switch (c) {
         case 0: mw_set_dtype(model, w, "I8"); break;
@@ -751,11 +728,16 @@ Test(cli, i8_weights_are_checked)
         case 9: mw_set_dtype(model, "src_tok_emb.embedding.weight", "I8"); break;
         }
         mw_write(model, dir);
-        test_run r = translate("4 5\n");
-        cr_expect(strstr(r.err, cases[c].needle) != NULL, "%s: stderr \"%s\" should hold \"%s\"",
-                  cases[c].what, r.err, cases[c].needle);
-        expect_failure(&r, cases[c].needle, NULL, 0);
-        test_run_free(&r);
+        /* f32 dequantizes the I8 weights, int8 takes them as they are:
+         * both check them alike. */
+        for (int as_int8 = 0; as_int8 < 2; as_int8++) {
+            test_run r = as_int8 ? translate("4 5\n", "--compute-type", "int8") : translate("4 5\n");
+            cr_expect(strstr(r.err, cases[c].needle) != NULL,
+                      "%s%s: stderr \"%s\" should hold \"%s\"", cases[c].what,
+                      as_int8 ? " (int8)" : "", r.err, cases[c].needle);
+            expect_failure(&r, cases[c].needle, NULL, 0);
+            test_run_free(&r);
+        }
     }
 }
 

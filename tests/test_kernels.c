@@ -477,75 +477,58 @@ ParameterizedTest(set_param *p, kernels, linear_bf16)
 
 /* ---- Linear layers with int8 weights ------------------------------------------- */
 
-/* The int8 rounding, written here from its definition (simd/int8.h): nearest,
- * ties to even, within [-127, 127]. */
-static long quantize_i8(float v)
-{
-    long q = lrintf(v);
-    return q < -127 ? -127 : q > 127 ? 127 : q;
-}
-
-/* y of the int8 linear layer, from the definitions in simd/int8.h, before the
- * activation and the residual: ((float)acc * s_w[j]) * s_x[i] + bias[j]. The
- * integer sum is done in 64 bits and checked to fit the int32 the kernels use. */
-static void ref_linear_i8(const linear_case *c, float *pre)
+/* Weights as an I8 file may hold them: the definition's quantization, then
+ * every value halved (toward zero) and every scale doubled, so that no row
+ * reaches 127 and packing from floats would give other values: only a
+ * packing that takes q and the scales as they are gives the bits of
+ * ref_linear_i8 on them. */
+static void quantize_like_a_file(const linear_case *c, int8_t *wq, float *scale)
 {
     const linear_shape *s = c->s;
-    long *wq = calloc(s->n * s->k + 1, sizeof *wq), *xq = calloc(s->k + 1, sizeof *xq);
-    float *w_scale = calloc(s->n + 1, sizeof *w_scale);
-    cr_assert(wq && xq && w_scale);
-    for (size_t j = 0; j < s->n; j++) {
-        float amax = 0.0f;
-        for (size_t p = 0; p < s->k; p++)
-            amax = fmaxf(amax, fabsf(c->w.p[j * c->w.ld + p]));
-        w_scale[j] = amax > 0.0f ? amax / 127.0f : 1.0f;
-        for (size_t p = 0; p < s->k; p++)
-            wq[j * s->k + p] = quantize_i8(c->w.p[j * c->w.ld + p] / w_scale[j]);
-    }
-    for (size_t i = 0; i < s->m; i++) {
-        const float *x = c->x.p + i * c->x.ld;
-        float amax = 0.0f;
-        for (size_t p = 0; p < s->k; p++)
-            amax = fmaxf(amax, fabsf(x[p]));
-        float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-        for (size_t p = 0; p < s->k; p++)
-            xq[p] = quantize_i8(x[p] * inv);
-        for (size_t j = 0; j < s->n; j++) {
-            int64_t acc = 0;
-            for (size_t p = 0; p < s->k; p++)
-                acc += (int64_t)xq[p] * wq[j * s->k + p];
-            cr_assert(acc >= INT32_MIN && acc <= INT32_MAX);
-            float v = ((float)(int32_t)acc * w_scale[j]) * (amax / 127.0f);
-            pre[i * s->n + j] = s->bias ? v + c->bias.p[j] : v;
-        }
-    }
-    free(wq);
-    free(xq);
-    free(w_scale);
+    ref_quantize_weights_i8(c->w.p, c->w.ld, s->n, s->k, wq, scale);
+    for (size_t i = 0; i < s->n * s->k; i++)
+        wq[i] = (int8_t)(wq[i] / 2);
+    for (size_t j = 0; j < s->n; j++)
+        scale[j] *= 2.0f;
 }
 
 /* Every int8 linear gives the bits of the definition (the integer part is
  * exact, and the few float roundings are fixed by it): compared bit for bit
  * without activation, through the double activation with a tolerance
  * otherwise; plus column ranges and single rows bit-identical to the whole
- * call. */
+ * call. Weights packed from floats (pack_linear) and weights packed as
+ * already quantized (pack_linear_i8, an I8 file) are both checked. */
 static void check_linear_int8(const tsr_kernels *ks, const char *set)
 {
-    for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
-        const linear_shape *s = &linear_shapes[si];
-        linear_case c = linear_case_new(ks, s, si);
+    for (size_t si = 0; si < 2 * (sizeof linear_shapes / sizeof *linear_shapes); si++) {
+        const size_t n_shapes = sizeof linear_shapes / sizeof *linear_shapes;
+        const int from_file = si >= n_shapes;
+        const linear_shape *s = &linear_shapes[si % n_shapes];
+        linear_case c = linear_case_new(ks, s, si % n_shapes);
         const buffer *res = s->residual ? &c.residual : NULL;
+        const char *what = from_file ? "int8 linear (packed from q and scales)" : "int8 linear";
 
+        int8_t *wq = calloc(s->n * s->k + 1, 1);
+        float *scale = calloc(s->n + 1, sizeof *scale);
+        cr_assert(wq && scale);
         void *i8_panels = alloc_aligned(ks->pack_bytes(ks, TSR_WEIGHTS_INT8, s->n, s->k));
-        ks->pack_linear(ks, TSR_WEIGHTS_INT8, c.w.p, s->n, s->k, i8_panels);
+        if (from_file) {
+            quantize_like_a_file(&c, wq, scale);
+            ks->pack_linear_i8(ks, wq, scale, s->n, s->k, i8_panels);
+        } else {
+            ref_quantize_weights_i8(c.w.p, c.w.ld, s->n, s->k, wq, scale);
+            ks->pack_linear(ks, TSR_WEIGHTS_INT8, c.w.p, s->n, s->k, i8_panels);
+        }
         c.packed.panels = i8_panels;
         c.packed.type = TSR_WEIGHTS_INT8;
         run_linear(ks, &c, 0, s->m, 0, s->n, res, &c.y);
-        expect_untouched_outside(&c.y, 0, s->n, set, "int8 linear", c.shape);
+        expect_untouched_outside(&c.y, 0, s->n, set, what, c.shape);
 
         float *pre = calloc(s->m * s->n + 1, sizeof *pre);
         cr_assert(pre);
-        ref_linear_i8(&c, pre);
+        cr_assert(ref_linear_i8(c.x.p, c.x.ld, s->m, wq, scale, s->n, s->k,
+                                s->bias ? c.bias.p : NULL, pre) == 0,
+                  "[%s] %s %s: a sum overflows int32", set, what, c.shape);
         for (size_t i = 0; i < s->m; i++)
             for (size_t j = 0; j < s->n; j++) {
                 double want = ref_activation(pre[i * s->n + j], s->act);
@@ -559,11 +542,11 @@ static void check_linear_int8(const tsr_kernels *ks, const char *set)
                     if (res)
                         exact = c.residual.p[i * c.residual.ld + j] + exact;
                     cr_assert(bits_of(got) == bits_of(exact),
-                              "[%s] int8 linear %s: element [%zu][%zu] is %.9g, not %.9g bit for "
-                              "bit", set, c.shape, i, j, got, exact);
+                              "[%s] %s %s: element [%zu][%zu] is %.9g, not %.9g bit for bit", set,
+                              what, c.shape, i, j, got, exact);
                 } else {
                     cr_assert(fabs(got - want) <= 1e-5 * (1.0 + fabs(want)),
-                              "[%s] int8 linear %s: element [%zu][%zu] is %.9g, not %.9g", set,
+                              "[%s] %s %s: element [%zu][%zu] is %.9g, not %.9g", set, what,
                               c.shape, i, j, got, want);
                 }
             }
@@ -572,6 +555,8 @@ static void check_linear_int8(const tsr_kernels *ks, const char *set)
         check_linear_rows_alone(ks, &c, set);
         free(pre);
         free(i8_panels);
+        free(wq);
+        free(scale);
         linear_case_free(&c);
     }
 }

@@ -1,8 +1,10 @@
 /* The format layer on its own: core/safetensors.c and core/config.c. Every
  * malformed input must give -1 and a message naming the culprit; valid ones
- * must come back with exactly the values written. */
+ * must come back with exactly the values written. Last, what the model
+ * builder makes of I8 weights for compute type int8. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,9 @@
 #include <sys/stat.h>
 
 #include "core/config.h"
+#include "core/model.h"
 #include "core/safetensors.h"
+#include "tests/kernel_reference.h"
 #include "tests/model_writer.h"
 #include "tests/testutil.h"
 
@@ -777,4 +781,80 @@ Test(config, messages_are_truncated_safely)
     cr_expect_eq(strlen(small), sizeof small - 1);
     cr_expect_eq(tsr_config_parse(json, strlen(json), &cfg, NULL, 0), -1);
     free(json);
+}
+
+/* ---- I8 weights loaded as int8 ----------------------------------------------- */
+
+TestSuite(i8_model, .init = make_dir, .fini = remove_dir);
+
+/* Runs `lin` of the loaded model on m rows of x and checks every output
+ * against the int8 definition on the file's q (lround(100 v)) and scales,
+ * file rows [row0, row0 + lin->n) of tensor `w`. Returns how many outputs
+ * differ from what the file's weights, widened and quantized again, would
+ * give (0 would mean the test cannot tell the two loads apart). */
+static size_t expect_file_values(const tessera_model *model, const tsr_packed_linear *lin,
+                                 const mw_tensor *w, const mw_tensor *scale, size_t row0)
+{
+    enum { m = 5 };
+    const size_t n = lin->n, k = lin->k;
+    float x[m * 64], y[m * 64], want[m * 64], widened_want[m * 64];
+    int8_t q[64 * 64], requantized[64 * 64];
+    float widened[64 * 64], widened_scale[64];
+    cr_assert(n <= 64 && k <= 64 && w->shape[1] == k);
+    for (size_t j = 0; j < n; j++)
+        for (size_t p = 0; p < k; p++) {
+            q[j * k + p] = (int8_t)lroundf(w->values[(row0 + j) * k + p] * 100.0f);
+            widened[j * k + p] = (float)q[j * k + p] * scale->values[row0 + j];
+        }
+    ref_rng rng;
+    ref_rng_seed(&rng, 77);
+    ref_fill_uniform(&rng, x, m, k, k, -2.0f, 2.0f);
+
+    const tsr_kernels *ks = model->kernels;
+    tsr_linear_args a = {.x = x, .ldx = k, .m = m, .w = lin, .n_begin = 0, .n_end = n,
+                         .act = TSR_ACT_NONE, .y = y, .ldy = n};
+    ks->linear(ks, &a);
+    cr_assert(ref_linear_i8(x, k, m, q, scale->values + row0, n, k, lin->bias, want) == 0);
+    ref_quantize_weights_i8(widened, k, n, k, requantized, widened_scale);
+    cr_assert(ref_linear_i8(x, k, m, requantized, widened_scale, n, k, lin->bias,
+                            widened_want) == 0);
+    size_t differ = 0;
+    for (size_t i = 0; i < m * n; i++) {
+        cr_assert(memcmp(&y[i], &want[i], sizeof y[i]) == 0,
+                  "%s [%zu][%zu]: %.9g, the file's q and scales give %.9g", w->name, i / n,
+                  i % n, y[i], want[i]);
+        differ += memcmp(&want[i], &widened_want[i], sizeof want[i]) != 0;
+    }
+    return differ;
+}
+
+/* With compute type int8, an I8 file's values and scales are packed as they
+ * are (never widened to float32 and quantized again): the loaded layers give
+ * the bits of the int8 definition on the file's own q and scales. The file's
+ * rows stay below 127 (|q| <= 100), where quantizing again would change them,
+ * and the test checks that this shows. The cross-attention's K/V rows are
+ * rows d..3d of the file's in_proj (with their own scales). */
+Test(i8_model, int8_takes_the_files_values_as_they_are)
+{
+    mw_model *mw = mw_model_tiny(15);
+    const char *gen = "generator.weight";
+    const char *cross = "transformer.decoder.layers.0.multihead_attn.in_proj_weight";
+    mw_tensor *gen_scale = mw_quantize_i8(mw, gen);
+    mw_tensor *cross_scale = mw_quantize_i8(mw, cross);
+    mw_write(mw, dir);
+
+    tessera_load_options options;
+    tessera_load_options_init(&options);
+    options.compute_type = TESSERA_COMPUTE_INT8;
+    tessera_model *model;
+    cr_assert_eq(tessera_model_load_with(dir, &options, &model, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(model->weight_type, TSR_WEIGHTS_INT8);
+    size_t d = model->d, differ = 0;
+    differ += expect_file_values(model, &model->generator, mw_find(mw, gen), gen_scale, 0);
+    differ += expect_file_values(model, &model->dec[0].cross.kv, mw_find(mw, cross), cross_scale, d);
+    differ += expect_file_values(model, &model->dec[0].cross.q, mw_find(mw, cross), cross_scale, 0);
+    cr_expect_gt(differ, 0, "widening and quantizing again gave the same outputs: the test "
+                            "cannot tell the loads apart");
+    tessera_model_free(model);
+    mw_model_free(mw);
 }

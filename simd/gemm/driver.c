@@ -379,6 +379,15 @@ static void table_pack_linear(const tsr_kernels *ks, tsr_weight_type type, const
     tsr_gemm_pack_linear(ks->gemm, type, w, n, k, panels);
 }
 
+static void table_pack_linear_i8(const tsr_kernels *ks, const int8_t *q, const float *scales,
+                                 size_t n, size_t k, void *panels)
+{
+    if (ks->gemm->i8)
+        tsr_gemm_i8_pack_quantized(ks->gemm->i8, q, scales, n, k, panels);
+    else
+        tsr_i8_pack_quantized__scalar(q, scales, n, k, panels);
+}
+
 static void table_linear(const tsr_kernels *ks, const tsr_linear_args *a)
 {
     tsr_gemm_linear(ks->gemm, a);
@@ -390,6 +399,7 @@ void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg)
     t->linear_n_align = cfg->nr;
     t->pack_bytes = table_pack_bytes;
     t->pack_linear = table_pack_linear;
+    t->pack_linear_i8 = table_pack_linear_i8;
     t->linear = table_linear;
     t->ffn_block_rows = cfg->ffn_block_rows;
     t->ffn = tsr_ffn_in_blocks;

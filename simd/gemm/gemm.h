@@ -201,6 +201,8 @@ void tsr_gemm_i8_dequantize(const int32_t *acc, size_t n, int32_t offset, const 
 size_t tsr_gemm_i8_pack_bytes(const tsr_gemm_i8_kernel *kernel, size_t n, size_t k);
 void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, size_t n,
                              size_t k, void *panels);
+void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *q,
+                                const float *scales, size_t n, size_t k, void *panels);
 void tsr_gemm_i8_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 
 /* The FFN entry of every set (simd/kernels.h): its two linear layers

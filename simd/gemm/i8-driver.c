@@ -73,38 +73,77 @@ size_t tsr_gemm_i8_pack_bytes(const tsr_gemm_i8_kernel *kernel, size_t n, size_t
     return layout_of(kernel, n, k).bytes;
 }
 
+/* An all-zero packed buffer with unit scales: padding rows and the k
+ * padding of every row add nothing to any sum. */
+static void packed_init(const i8_layout *l, void *panels)
+{
+    float *scales = (float *)((char *)panels + l->scales_at);
+    int32_t *sums = (int32_t *)((char *)panels + l->sums_at);
+    memset((int8_t *)panels + l->panels_at, 0, l->n_pad * l->k4 * 4);
+    for (size_t j = 0; j < l->n_pad; j++) {
+        scales[j] = 1.0f;
+        sums[j] = 0;
+    }
+}
+
+/* Values [p0, p0 + len) of weight row j into its panel. */
+static void store_piece(const tsr_gemm_i8_kernel *kernel, const i8_layout *l, void *panels,
+                        size_t j, size_t p0, const int8_t *q, size_t len)
+{
+    const size_t nr = kernel->nr, c = j % nr;
+    int8_t *panel = (int8_t *)panels + l->panels_at + (j / nr) * nr * l->k4 * 4;
+    for (size_t i = 0; i < len; i++) {
+        const size_t p = p0 + i;
+        panel[(p / 4 * nr + c) * 4 + p % 4] = q[i];
+    }
+}
+
+/* Row j's scale and the sum of its k values. */
+static void store_scale(const i8_layout *l, void *panels, size_t j, float scale, int32_t sum)
+{
+    ((float *)((char *)panels + l->scales_at))[j] = scale;
+    ((int32_t *)((char *)panels + l->sums_at))[j] = sum;
+}
+
+/* Values of one row quantized at a time while packing. */
+#define PACK_CHUNK 256
+
 void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, size_t n,
                              size_t k, void *panels)
 {
     const i8_layout l = layout_of(kernel, n, k);
-    const size_t nr = kernel->nr;
-    float *scales = (float *)((char *)panels + l.scales_at);
-    int32_t *sums = (int32_t *)((char *)panels + l.sums_at);
-    int8_t *q = (int8_t *)panels + l.panels_at;
-
-    /* Padding rows and the k padding of every row are zeros: they add
-     * nothing to any sum. */
-    memset(q, 0, l.n_pad * l.k4 * 4);
-    for (size_t j = 0; j < l.n_pad; j++) {
-        scales[j] = 1.0f;
-        sums[j] = 0;
-    }
+    packed_init(&l, panels);
+    int8_t q[PACK_CHUNK];
     for (size_t j = 0; j < n; j++) {
         const float *row = w + j * k;
         float amax = 0.0f;
         for (size_t p = 0; p < k; p++)
             amax = fmaxf(amax, fabsf(row[p]));
         const float scale = tsr_i8_weight_scale(amax);
-        int8_t *panel = q + (j / nr) * nr * l.k4 * 4;
-        const size_t c = j % nr;
         int32_t sum = 0;
-        for (size_t p = 0; p < k; p++) {
-            int8_t v = tsr_i8_round(row[p] / scale);
-            panel[(p / 4 * nr + c) * 4 + p % 4] = v;
-            sum += v;
+        for (size_t p0 = 0; p0 < k; p0 += PACK_CHUNK) {
+            const size_t len = min_size(k - p0, PACK_CHUNK);
+            for (size_t i = 0; i < len; i++) {
+                q[i] = tsr_i8_round(row[p0 + i] / scale);
+                sum += q[i];
+            }
+            store_piece(kernel, &l, panels, j, p0, q, len);
         }
-        scales[j] = scale;
-        sums[j] = sum;
+        store_scale(&l, panels, j, scale, sum);
+    }
+}
+
+void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *q,
+                                const float *scales, size_t n, size_t k, void *panels)
+{
+    const i8_layout l = layout_of(kernel, n, k);
+    packed_init(&l, panels);
+    for (size_t j = 0; j < n; j++) {
+        int32_t sum = 0;
+        for (size_t p = 0; p < k; p++)
+            sum += q[j * k + p];
+        store_piece(kernel, &l, panels, j, 0, q + j * k, k);
+        store_scale(&l, panels, j, scales[j], sum);
     }
 }
 

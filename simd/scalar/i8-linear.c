@@ -13,6 +13,8 @@
  * (simd/thread_scratch.h); should that allocation fail, each value is
  * quantized again as it is used (slower, same bits).
  */
+#include <string.h>
+
 #include "simd/int8.h"
 #include "simd/scalar/scalar.h"
 #include "simd/thread_scratch.h"
@@ -43,6 +45,25 @@ void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels
         for (size_t p = 0; p < k; p++)
             q[j * k + p] = tsr_i8_round(row[p] / scale);
     }
+}
+
+void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t n, size_t k,
+                                   void *panels)
+{
+    memcpy(panels, scales, n * sizeof *scales);
+    memcpy((char *)panels + scales_bytes(n), q, n * k);
+}
+
+static void table_pack_quantized(const tsr_kernels *ks, const int8_t *q, const float *scales,
+                                 size_t n, size_t k, void *panels)
+{
+    (void)ks;
+    tsr_i8_pack_quantized__scalar(q, scales, n, k, panels);
+}
+
+void tsr_i8_bind__scalar(tsr_kernels *t)
+{
+    t->pack_linear_i8 = table_pack_quantized;
 }
 
 /* ---- The layer --------------------------------------------------------------- */

@@ -30,6 +30,12 @@ void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
  * packing and the layer every set uses for int8 weights until it has its own. */
 size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k);
 void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels);
+/* The same layout from weights already quantized (q in -127..127, scales
+ * > 0), taken as they are. */
+void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t n, size_t k,
+                                   void *panels);
+/* Sets t->pack_linear_i8 to the portable layer's (the scalar table's). */
+void tsr_i8_bind__scalar(tsr_kernels *t);
 void tsr_i8_linear__scalar(const tsr_linear_args *a);
 void tsr_f32_attention__scalar(const tsr_attention_args *a);
 void tsr_f32_add_layernorm__scalar(float *x, size_t ldx, const float *delta, size_t ldd,
