@@ -160,7 +160,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const ffn_ca
             r->bytes = streamed ? (double)(p1[i].bytes + p2[i].bytes) : 0;
             r->type = perf_type_name(o->weight_type);
             if (o->weight_type == TSR_WEIGHTS_INT8)
-                r->peak = 0; /* the FMA peak says nothing of int8 */
+                r->peak = mc->peak_int8[i]; /* its int8 kernel's, not the FMA peak */
             /* Every set's ffn is the frame's block loop over its own linear,
              * so the linear entry is what tells a set's own FFN. */
             r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;

@@ -132,7 +132,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
             r->bytes = streamed ? (double)packed[i].bytes : 0;
             r->type = perf_type_name(o->weight_type);
             if (o->weight_type == TSR_WEIGHTS_INT8)
-                r->peak = 0; /* the FMA peak says nothing of int8 */
+                r->peak = mc->peak_int8[i]; /* its int8 kernel's, not the FMA peak */
             r->fallback_scalar = t != mc->scalar && t->linear == mc->scalar->linear;
             perf_packed_free(&packed[i]);
         } else {

@@ -4,7 +4,9 @@
  * socket's bandwidth are whatever they are today):
  *
  *   peak       the FMA throughput of each kernel set's loop (perf/peak-*.c),
- *              best of many 2 ms runs on every thread asked for;
+ *              best of many 2 ms runs on every thread asked for; with
+ *              --type int8, also the int8 throughput of the set's int8
+ *              kernel's instructions (perf/peak-int8-*.c), measured alike;
  *   bandwidth  a streaming read of a buffer several times the last-level
  *              cache, timed in chunks of 4 MiB, best chunk of several sweeps:
  *              what a decode step that streams the weights of the whole model
@@ -20,6 +22,7 @@
 #include "tessera-config.h"
 #include "core/memory.h"
 #include "perf/perf.h"
+#include "simd/gemm/gemm.h"
 
 /* Streams per thread for the bandwidth figure. One sequential stream leaves
  * bandwidth unused on Zen 3 (the prefetchers keep too few lines in flight:
@@ -43,6 +46,39 @@ perf_fma_loop_fn perf_fma_loop_for(const char *isa)
     if (strcmp(isa, "neon") == 0)
         return perf_fma_loop__neon;
 #endif
+    return NULL;
+}
+
+perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set)
+{
+    if (!set->gemm || !set->gemm->i8)
+        return NULL;
+    const char *name = set->gemm->i8->name;
+    static const struct {
+        const char *instructions;
+        perf_fma_loop_fn loop;
+    } loops[] = {
+#ifdef HAVE_KERNELS_AVX512_VNNI
+        {"avx512-vnni", perf_int8_loop__avx512vnni},
+#endif
+#ifdef HAVE_KERNELS_AVX_VNNI
+        {"avx-vnni", perf_int8_loop__avxvnni},
+#endif
+#ifdef HAVE_KERNELS_AVX2
+        {"avx2", perf_int8_loop__avx2},
+#endif
+#ifdef HAVE_KERNELS_NEON_DOT
+        {"neon-dotprod", perf_int8_loop__neondot},
+#endif
+#ifdef HAVE_KERNELS_NEON
+        {"neon", perf_int8_loop__neon},
+#endif
+        {NULL, NULL},
+    };
+    size_t len = strcspn(name, " ");
+    for (size_t i = 0; loops[i].instructions; i++)
+        if (strlen(loops[i].instructions) == len && strncmp(name, loops[i].instructions, len) == 0)
+            return loops[i].loop;
     return NULL;
 }
 

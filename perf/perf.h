@@ -57,6 +57,8 @@ typedef struct perf_machine {
     size_t n_sets;
     const tsr_kernels *sets[PERF_MAX_SETS]; /* the sets to time */
     double peak[PERF_MAX_SETS];             /* FMA peak of each, flop/s; 0 if unknown */
+    double peak_int8[PERF_MAX_SETS];        /* int8 peak of each one's int8 kernel, op/s
+                                               (--type int8); 0 if unknown */
     const tsr_kernels *scalar;              /* to spot entries a set left scalar */
     double best_peak;                       /* highest peak of any runnable set (for peers) */
     const char *best_peak_isa;
@@ -76,6 +78,22 @@ double perf_fma_loop__neon(uint64_t iterations);
 
 /* The FMA loop of the named set, or NULL when this build has none. */
 perf_fma_loop_fn perf_fma_loop_for(const char *isa);
+
+/* One int8 loop per int8 kernel of the GEMM frame, compiled with that
+ * kernel's flags (perf/peak-int8-*.c): the kernel's multiply-add
+ * instructions with no loads, the ceiling it can reach. Same form as the FMA
+ * loops; the count is of int8 operations (a multiply-add counts two). */
+double perf_int8_loop__avx2(uint64_t iterations);
+double perf_int8_loop__avxvnni(uint64_t iterations);
+double perf_int8_loop__avx512vnni(uint64_t iterations);
+double perf_int8_loop__neon(uint64_t iterations);
+double perf_int8_loop__neondot(uint64_t iterations);
+
+/* The int8 loop of the set's int8 kernel (its instructions are the part of
+ * the kernel's name before the space: "avx512-vnni", "avx-vnni", "avx2",
+ * "neon-dotprod", "neon"), or NULL for the portable int8 layer or a kernel
+ * this build has no loop for. */
+perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set);
 
 /* Best-of-several FMA throughput on `threads` threads, flop/s. */
 double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick);

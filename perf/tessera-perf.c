@@ -14,6 +14,7 @@
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
 #include "perf/perf.h"
+#include "simd/gemm/gemm.h"
 
 /* The "model name" line of /proc/cpuinfo, when there is one. */
 static void cpu_model(char *buf, size_t len)
@@ -44,6 +45,28 @@ static void print_header(const perf_options *o)
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
     printf("# tessera-perf %s: cpu=\"%s\" features=\"%s\" threads=%d clock=%s%s\n", date, model,
            features, o->threads, o->cpu_clock ? "cpu" : "wall", o->quick ? " (quick)" : "");
+}
+
+/* The int8 peak of set t's int8 kernel, printed as an op=peak-int8 line
+ * naming the kernel (spaces in its name become '-'), or 0 when the set
+ * runs the portable int8 layer or perf has no loop for its kernel. */
+static double measure_int8_peak(const perf_options *o, const tsr_kernels *t)
+{
+    perf_fma_loop_fn loop = perf_int8_loop_for(t);
+    if (!loop) {
+        printf("# isa=%s: no int8 loop for its int8 kernel (%s), so no int8 pct_peak\n", t->name,
+               t->gemm && t->gemm->i8 ? t->gemm->i8->name : "the portable layer");
+        return 0;
+    }
+    char kernel[64];
+    snprintf(kernel, sizeof kernel, "%s", t->gemm->i8->name);
+    for (char *c = kernel; *c; c++)
+        if (*c == ' ')
+            *c = '-';
+    double peak = perf_measure_peak(loop, o->threads, o->quick);
+    printf("op=peak-int8 isa=%s int8_kernel=%s threads=%d gops=%.4g\n", t->name, kernel,
+           o->threads, peak * 1e-9);
+    return peak;
 }
 
 /* Every set this build and CPU can run gets its peak measured (peers are
@@ -77,6 +100,9 @@ static int measure_sets(const perf_options *o, perf_machine *mc)
         }
         if (chosen && mc->n_sets < PERF_MAX_SETS) {
             mc->sets[mc->n_sets] = t;
+            mc->peak_int8[mc->n_sets] = o->ceilings && o->weight_type == TSR_WEIGHTS_INT8
+                                            ? measure_int8_peak(o, t)
+                                            : 0;
             mc->peak[mc->n_sets++] = peak;
         }
     }
