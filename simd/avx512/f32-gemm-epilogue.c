@@ -1,16 +1,13 @@
 /*
  * The GEMM epilogue, AVX-512 (a tsr_gemm_epilogue_fn, see simd/gemm/gemm.h):
- * y = act(c + bias) + residual over a finished block, 16 columns at a time;
- * the last partial vector of each row goes through opmask loads and stores
- * (masked-off lanes are neither read nor written, so nothing past the row is
- * touched, in c, bias, residual or y).
- *
- * The activations are the set's own vector functions (vecmath.h), the same
- * ones the activate kernel uses, so act(v) is the same bits in both.
+ * y = act(c + bias) + residual over a finished block, 16 columns at a time
+ * (simd/avx512/epilogue.h); the last partial vector of each row goes through
+ * opmask loads and stores (masked-off lanes are neither read nor written, so
+ * nothing past the row is touched, in c, bias, residual or y).
  */
 #include "simd/avx512/avx512.h"
+#include "simd/avx512/epilogue.h"
 #include "simd/avx512/gemm-avx512.h"
-#include "simd/avx512/vecmath.h"
 
 /* One vector of 16 (or, when partial, the `mask`ed fewer) outputs. */
 static inline __attribute__((always_inline)) void finish(const float *c, const float *bias,
@@ -18,19 +15,8 @@ static inline __attribute__((always_inline)) void finish(const float *c, const f
                                                          tsr_activation act, int partial,
                                                          __mmask16 mask)
 {
-    __m512 v = partial ? _mm512_maskz_loadu_ps(mask, c) : _mm512_loadu_ps(c);
-    if (bias)
-        v = _mm512_add_ps(v, partial ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_loadu_ps(bias));
-    v = tsr_avx512_activate(v, act);
-    /* The residual is read before y is written: they may be the same. */
-    if (residual)
-        v = _mm512_add_ps(partial ? _mm512_maskz_loadu_ps(mask, residual)
-                                  : _mm512_loadu_ps(residual),
-                          v);
-    if (partial)
-        _mm512_mask_storeu_ps(y, mask, v);
-    else
-        _mm512_storeu_ps(y, v);
+    tsr_avx512_epilogue_vector(partial ? _mm512_maskz_loadu_ps(mask, c) : _mm512_loadu_ps(c), bias,
+                               residual, y, act, partial, mask);
 }
 
 static inline __attribute__((always_inline)) void finish_block(

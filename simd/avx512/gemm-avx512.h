@@ -35,6 +35,12 @@ void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, siz
  * of its own, or emulated). */
 extern const tsr_gemm_i8_kernel tsr_i8_gemm_12x32__avx512vnni;
 
+/* A tsr_gemm_i8_epilogue_fn (simd/avx512/i8-gemm-epilogue.c). */
+void tsr_i8_gemm_epilogue__avx512(const int32_t *acc, size_t ldacc, size_t m, size_t n,
+                                  int32_t offset, const int32_t *sums, const float *w_scales,
+                                  const float *x_scales, const float *bias, tsr_activation act,
+                                  const float *residual, size_t ldr, float *y, size_t ldy);
+
 /* A tsr_gemm_epilogue_fn (simd/avx512/f32-gemm-epilogue.c). */
 void tsr_f32_gemm_epilogue__avx512(const float *c, size_t ldc, size_t m, size_t n,
                                    const float *bias, tsr_activation act, const float *residual,

@@ -136,6 +136,22 @@ tsr_emu__mm512_cvtepu16_epi32(simde__m256i a)
 #define _mm512_cvtepu16_epi32(...) tsr_emu__mm512_cvtepu16_epi32(__VA_ARGS__)
 #endif
 
+/* ---- used by i8-gemm-epilogue.c */
+
+#ifndef _mm512_cvtepi32_ps
+/* The 16 signed 32-bit lanes of a converted to float, rounded to nearest
+ * even (the default MXCSR mode, as vcvtdq2ps). */
+static inline __attribute__((always_inline)) simde__m512 tsr_emu__mm512_cvtepi32_ps(simde__m512i a)
+{
+    simde__m512i_private a_ = simde__m512i_to_private(a);
+    simde__m512_private r;
+    r.m256[0] = simde_mm256_cvtepi32_ps(a_.m256i[0]);
+    r.m256[1] = simde_mm256_cvtepi32_ps(a_.m256i[1]);
+    return simde__m512_from_private(r);
+}
+#define _mm512_cvtepi32_ps(...) tsr_emu__mm512_cvtepi32_ps(__VA_ARGS__)
+#endif
+
 #ifndef _mm256_maskz_loadu_epi16
 /* Lanes whose bit of k is set are read from p (any byte address); the others
  * are 0 and their memory is not touched. */

@@ -42,6 +42,7 @@ void tsr_kernels_init_avx512(tsr_kernels *t)
     gemm.i8_abs_max = tsr_i8_abs_max__avx2;
     gemm.i8_quantize = tsr_i8_quantize__avx2;
     gemm.i8_dequantize = tsr_i8_dequantize__avx2;
+    gemm.i8_epilogue = tsr_i8_gemm_epilogue__avx512;
     tsr_gemm_bind(t, &gemm);
 
     t->attention = tsr_f32_attention__avx512;

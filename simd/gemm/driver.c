@@ -99,6 +99,7 @@ void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_u
     cfg->i8_abs_max = tsr_gemm_i8_abs_max;
     cfg->i8_quantize = tsr_gemm_i8_quantize;
     cfg->i8_dequantize = tsr_gemm_i8_dequantize;
+    cfg->i8_epilogue = NULL;
 }
 
 /* This thread's buffer for `floats` packed floats of x (simd/thread_scratch.h),

@@ -138,6 +138,19 @@ typedef void (*tsr_gemm_i8_dequantize_fn)(const int32_t *acc, size_t n, int32_t 
                                           const int32_t *sums, const float *w_scales,
                                           float x_scale, float *out);
 
+/* Optional: dequantize and the f32 epilogue in one pass over a tile, rows
+ * i < m and columns c < n of the int32 sums acc (rows ldacc apart; sums and
+ * w_scales padded to whole vectors of the panel):
+ *     y = act(((float)(acc - offset * sums[c]) * w_scales[c]) * x_scales[i]
+ *             + bias[c]) + residual
+ * with the same operations in the same order as dequantize, then the set's
+ * epilogue, so the same bits; NULL: the frame runs those two. */
+typedef void (*tsr_gemm_i8_epilogue_fn)(const int32_t *acc, size_t ldacc, size_t m, size_t n,
+                                        int32_t offset, const int32_t *sums,
+                                        const float *w_scales, const float *x_scales,
+                                        const float *bias, tsr_activation act,
+                                        const float *residual, size_t ldr, float *y, size_t ldy);
+
 /* The int8 kernels a set was built with and this CPU runs, best first. */
 #define TSR_GEMM_I8_VARIANTS_MAX 4
 
@@ -162,6 +175,7 @@ typedef struct tsr_gemm_config {
     tsr_gemm_i8_abs_max_fn i8_abs_max;
     tsr_gemm_i8_quantize_fn i8_quantize;
     tsr_gemm_i8_dequantize_fn i8_dequantize;
+    tsr_gemm_i8_epilogue_fn i8_epilogue; /* NULL: i8_dequantize, then epilogue */
 } tsr_gemm_config;
 
 /* Fills cfg for an mr x nr microkernel (mr * nr <= 1024) from the cache sizes

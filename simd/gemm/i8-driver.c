@@ -210,7 +210,8 @@ typedef struct i8_call {
 
 /* y of rows [i0, i0 + rows) (one tile) and columns [j0, j0 + cols) from the
  * tile's int32 sums: ((float)(acc - off * colsum) * s_w) * s_x, then the
- * set's epilogue adds the bias, applies the activation and the residual. */
+ * set's epilogue adds the bias, applies the activation and the residual;
+ * in one pass when the set has a fused int8 epilogue. */
 static void finish_tile(const i8_call *call, const int32_t *acc, const float *x_scale,
                         size_t i0, size_t rows, size_t j0, size_t cols)
 {
@@ -218,6 +219,13 @@ static void finish_tile(const i8_call *call, const int32_t *acc, const float *x_
     const tsr_linear_args *a = call->a;
     const size_t nr = call->cfg->i8->nr;
     const int32_t off = call->cfg->i8->a_offset;
+    if (call->cfg->i8_epilogue) {
+        call->cfg->i8_epilogue(acc, nr, rows, cols, off, call->w_sums + j0, call->w_scales + j0,
+                               x_scale, a->w->bias ? a->w->bias + j0 : NULL, a->act,
+                               a->residual ? a->residual + i0 * a->ldr + j0 : NULL, a->ldr,
+                               a->y + i0 * a->ldy + j0, a->ldy);
+        return;
+    }
     for (size_t i = 0; i < rows; i++)
         call->cfg->i8_dequantize(acc + i * nr, nr, off, call->w_sums + j0, call->w_scales + j0,
                                  x_scale[i], tile + i * nr);
