@@ -21,8 +21,9 @@
  *
  * Each step reads two 64-byte lines of the panel and prefetches the lines
  * PREFETCH_STEPS steps ahead, or, given the frame's `next`, the NR floats of
- * the following weights every `every` steps. Prefetching past the end of the
- * weights is harmless: a prefetch never faults.
+ * the following weights every `every` steps; a single bf16 row prefetches
+ * into L2, further ahead. Prefetching past the end of the weights is
+ * harmless: a prefetch never faults.
  *
  * Edges: the frame never passes a partial panel (packing zero-pads n) and the
  * C tile is always a full 12 x 32 buffer, so columns need no masks; partial
@@ -45,9 +46,20 @@
 #define NR TSR_AVX512_GEMM_NR
 
 /* Each step prefetches the panel lines this many steps ahead (3 KB, as the
- * avx2 kernel's 48 steps of 16 floats); a single row streams faster with the
- * hardware prefetcher alone. */
+ * avx2 kernel's 48 steps of 16 floats); a single f32 row streams as fast
+ * with the hardware prefetcher alone. */
 #define PREFETCH_STEPS 24
+
+/* A single row of bf16 weights (greedy decoding of one sentence) reads one
+ * line a step and did not keep memory busy: 24-28 GB/s where a single f32
+ * row streams 27-33 (Zen 5, 1 thread). Each step asks for the line this far
+ * ahead into L2 (T1: into L1 the prefetches wait on L1's few miss buffers,
+ * and a 24-step T0 prefetch made it slower): 1 x 512 x 2048 23.8 -> 29.5
+ * GB/s, 1 x 8000 x 512 26.1 -> 28.8, 1 x 2048 x 512 27.3 -> 28.8 (8 and 16
+ * KB measured alike; past a panel's end it reaches into the next panel,
+ * which is contiguous, or harmlessly past the weights: a prefetch never
+ * faults). */
+#define BF16_ROW_PREFETCH_BYTES 12288
 
 /* The 32 weights of step p, as float32: loaded, or, from a bf16 panel,
  * zero-extended to 32 bits and shifted into the top half (exact). */
@@ -110,6 +122,8 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
             if (!bf16)
                 _mm_prefetch(ahead + 64, _MM_HINT_T0);
             ahead += step_bytes;
+        } else if (bf16) {
+            _mm_prefetch((const char *)b + p * step_bytes + BF16_ROW_PREFETCH_BYTES, _MM_HINT_T1);
         }
         __m512 b0, b1;
         load_weights(b, p, bf16, &b0, &b1);
