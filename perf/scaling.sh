@@ -60,16 +60,7 @@ done
 
 # Each bench line: case=NAME ... isa=SET threads=T ... median_ms=MS.
 # Speed-up = median time of the first variant / median time of the second.
-awk -v by="$field" -v a="$first" -v b="$second" '
-function field(name,   i) {
-    for (i = 1; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2)
-    return ""
-}
-function median(list,   x, k, j, t, c) {
-    c = split(list, x, " ")
-    for (k = 2; k <= c; k++) { t = x[k]; for (j = k - 1; j >= 1 && x[j] + 0 > t + 0; j--) x[j + 1] = x[j]; x[j + 1] = t }
-    return c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
-}
+awk -v by="$field" -v a="$first" -v b="$second" -f "$(dirname "$0")/bench-lines.awk" -f /dev/stdin "$out" <<'EOF'
 {
     key = field("case") " sentences=" field("sentences") " src_len=" field("src_len") \
           (field("tgt_len") != "" ? " tgt_len=" field("tgt_len") : "") \
@@ -88,4 +79,5 @@ END {
             printf " tok_per_s_%s=%.1f tok_per_s_%s=%.1f", a, tokens[k, a] / ta * 1000, b, tokens[k, b] / tb * 1000
         printf " speedup=%.2f\n", ta / tb
     }
-}' "$out"
+}
+EOF
