@@ -27,7 +27,6 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
-#include "core/runtime.h"
 
 typedef struct hyp {
     size_t slot;
@@ -60,6 +59,7 @@ typedef struct candidate {
 } candidate;
 
 typedef struct search {
+    const tsr_exec *ex;
     const tessera_model *m;
     const tessera_translate_options *o;
     size_t N, limit, V, n;
@@ -99,7 +99,7 @@ static int add_finished(search *b, sentence *s, const hyp *parent, double score,
         size_t cap = s->cap_fin ? 2 * s->cap_fin : 2 * b->N;
         finished_hyp *fin = realloc(s->fin, cap * sizeof *fin);
         if (!fin)
-            return -1;
+            return TESSERA_ERR_NOMEM;
         s->fin = fin;
         s->cap_fin = cap;
     }
@@ -107,7 +107,7 @@ static int add_finished(search *b, sentence *s, const hyp *parent, double score,
     finished_hyp *f = &s->fin[s->n_fin];
     f->ids = malloc((n_ids + 1) * sizeof(int32_t));
     if (!f->ids)
-        return -1;
+        return TESSERA_ERR_NOMEM;
     memcpy(f->ids, parent->tokens, parent->len * sizeof(int32_t));
     if (has_extra)
         f->ids[parent->len] = extra;
@@ -183,7 +183,7 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
     size_t N = b->N, base = sent_index * N;
     unsigned char claimed[256], *used = N <= sizeof claimed ? claimed : calloc(N, 1);
     if (!used)
-        return -1;
+        return TESSERA_ERR_NOMEM;
     memset(used, 0, N);
     for (size_t j = 0; j < n_next; j++) {
         next[j].slot = SIZE_MAX;
@@ -228,8 +228,8 @@ static int select_sentence(search *b, size_t si, size_t row0)
     for (size_t i = 0; i < n_c && n_next < N; i++) {
         const hyp *parent = &s->live[c[i].hyp];
         if (c[i].token == b->m->cfg.eos_id) {
-            if (i < N && add_finished(b, s, parent, c[i].score, parent->len + 1, 0, 0) != 0)
-                return -1;
+            if (i < N)
+                TSR_TRY(add_finished(b, s, parent, c[i].score, parent->len + 1, 0, 0));
             continue;
         }
         hyp *h = &next[n_next];
@@ -240,8 +240,7 @@ static int select_sentence(search *b, size_t si, size_t row0)
         h->tokens[parent->len] = c[i].token;
         parent_slot[n_next++] = parent->slot;
     }
-    if (assign_slots(b, si, next, parent_slot, n_next) != 0)
-        return -1;
+    TSR_TRY(assign_slots(b, si, next, parent_slot, n_next));
     s->flip = !s->flip;
     memcpy(s->live, next, n_next * sizeof *next);
     s->n_live = n_next;
@@ -249,8 +248,7 @@ static int select_sentence(search *b, size_t si, size_t row0)
     /* Hypotheses at the length limit finish without eos. */
     if (n_next > 0 && s->live[0].len == b->limit) {
         for (size_t h = 0; h < s->n_live; h++)
-            if (add_finished(b, s, &s->live[h], s->live[h].score, b->limit, 0, 0) != 0)
-                return -1;
+            TSR_TRY(add_finished(b, s, &s->live[h], s->live[h].score, b->limit, 0, 0));
         s->n_live = 0;
     }
     sort_finished(s);
@@ -284,19 +282,18 @@ static int step(search *b, char *err, size_t err_len)
         return 1;
     const float *hidden;
     const tessera_model *m = b->m;
-    if (tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len) != 0)
-        return -1;
+    TSR_TRY(tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len));
     /* The generator, then each row's log-softmax and best pairs, split over
      * the team by rows. */
-#pragma omp parallel num_threads(tsr_team_threads())
+#pragma omp parallel num_threads(b->ex->threads)
     {
-        tsr_op_linear(m, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p,
+        tsr_op_linear(b->ex, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p,
                       b->V);
 #pragma omp for schedule(static)
         for (long lr = 0; lr < (long)rows; lr++) {
             size_t r = (size_t)lr, keep = 2 * b->N;
             float *lp = b->logits.p + r * b->V;
-            m->kernels->log_softmax(lp, b->V, lp);
+            b->ex->ks->log_softmax(lp, b->V, lp);
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
         }
@@ -308,7 +305,7 @@ static int step(search *b, char *err, size_t err_len)
             continue;
         size_t n_live = s->n_live;
         if (select_sentence(b, si, row) != 0)
-            return tsr_fail(err, err_len, "out of memory in beam search");
+            return tsr_fail_oom(err, err_len, "out of memory in beam search");
         row += n_live;
     }
     return 0;
@@ -353,18 +350,18 @@ static int init(search *b, char *err, size_t err_len)
         !b->row_score || !b->seqs || !b->next || !b->next_hyps ||
         !b->parent_slot ||
         tsr_buffer_reserve(&b->logits, n * N * b->V) != 0)
-        return tsr_fail(err, err_len, "out of memory for beam search");
+        return tsr_fail_oom(err, err_len, "out of memory for beam search");
     for (size_t si = 0; si < n; si++) {
         sentence *s = &b->sent[si];
         s->live = b->live_pool + si * N;
         for (int t = 0; t < 2; t++)
             if (!(s->tokens[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
-                return tsr_fail(err, err_len, "out of memory for beam search");
+                return tsr_fail_oom(err, err_len, "out of memory for beam search");
         s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0]};
         s->n_live = 1;
         s->done = b->limit == 0;
         if (s->done && add_finished(b, s, &s->live[0], 0.0, 0, 0, 0) != 0)
-            return tsr_fail(err, err_len, "out of memory for beam search");
+            return tsr_fail_oom(err, err_len, "out of memory for beam search");
     }
     return 0;
 }
@@ -394,27 +391,28 @@ static void release(search *b)
     tsr_buffer_free(&b->logits);
 }
 
-int tsr_beam_search(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_beam_search(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                     const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                     size_t err_len)
 {
     search b = {
-        .m = m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(m, o),
-        .V = (size_t)m->cfg.tgt_vocab_size, .n = n,
+        .ex = ex, .m = ex->m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(ex->m, o),
+        .V = (size_t)ex->m->cfg.tgt_vocab_size, .n = n,
     };
     tsr_source_batch sb;
     int rc = init(&b, err, err_len);
     if (rc == 0)
-        rc = tsr_source_batch_encode(m, src, n, &sb, err, err_len);
+        rc = tsr_source_batch_encode(ex, src, n, &sb, err, err_len);
     if (rc == 0) {
-        rc = tsr_decoder_init(&b.dec, m, &sb.cross, n * b.N, err, err_len);
+        rc = tsr_decoder_init(&b.dec, ex, &sb.cross, n * b.N, err, err_len);
+        /* step() returns 1 when the search has ended, < 0 on failure. */
         while (rc == 0)
             rc = step(&b, err, err_len);
-        rc = rc < 0 ? -1 : 0;
+        rc = rc < 0 ? rc : 0;
         if (rc == 0)
             output(&b, out);
         tsr_decoder_free(&b.dec);
-        tsr_source_batch_free(m, &sb);
+        tsr_source_batch_free(ex->m, &sb);
     }
     release(&b);
     return rc;

@@ -9,9 +9,6 @@
 #include <time.h>
 
 #include "core/cli.h"
-#include "core/config.h"
-#include "core/encoder.h"
-#include "core/memory.h"
 
 typedef struct bench_options {
     const char *config; /* base, big, all; NULL: not given */
@@ -83,7 +80,7 @@ static int by_value(const void *a, const void *b)
 static void config_of(const char *name, tessera_config *c)
 {
     int big = strcmp(name, "big") == 0;
-    tsr_config_defaults(c);
+    tessera_config_defaults(c);
     c->d_model = big ? 1024 : 512;
     c->n_heads = big ? 16 : 8;
     c->d_ff = big ? 4096 : 2048;
@@ -115,19 +112,19 @@ static double bench_failed(const char *err)
 
 /* The encoder stack alone over one sentence, timed (the library's
  * translate always goes on to the cross-attention memory). */
-static double run_encoder(const tessera_model *m, const tessera_tokens *src)
+static double run_encoder(tessera_runtime *rt, const tessera_model *m, const tessera_tokens *src)
 {
     char err[512];
-    size_t row0 = 0, len = src->len;
-    tsr_packing p = {.n = 1, .row0 = &row0, .len = &len, .rows = len};
-    float *memory = tsr_alloc_floats(len * m->d);
-    if (!memory)
-        return bench_failed("out of memory for the encoder output");
+    float **out;
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
     double t0 = now_ms();
-    int rc = tsr_encode(m, src, &p, memory, err, sizeof err);
+    int rc = tessera_encode_with(rt, m, src, 1, &eo, &out, err, sizeof err);
     double ms = now_ms() - t0;
-    tsr_free(memory);
-    return rc == 0 ? ms : bench_failed(err);
+    if (rc != 0)
+        return bench_failed(err);
+    tessera_encodings_free(out, 1);
+    return ms;
 }
 
 /* One timed run of a case; returns milliseconds, or a negative value on error.
@@ -135,15 +132,19 @@ static double run_encoder(const tessera_model *m, const tessera_tokens *src)
  * hypotheses (EOS not counted); scoring, the target tokens fed.
  * With max_len 0, translate is the encoder and the cross-attention keys and
  * values, no decoding step (the encoder case's with_cross_kv_ms). */
-static double run_once(const tessera_model *m, const bench_case *bc, const bench_options *o,
-                       const tessera_tokens *src, const tessera_tokens *tgt, int n, long *produced)
+static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_case *bc,
+                       const bench_options *o, const tessera_tokens *src,
+                       const tessera_tokens *tgt, int n, long *produced)
 {
     char err[512];
     *produced = 0;
     double t0 = now_ms();
     if (bc->score) {
         float **scores;
-        if (tessera_score(m, src, tgt, (size_t)n, n, &scores, err, sizeof err) != 0)
+        tessera_score_options so;
+        tessera_score_options_init(&so);
+        so.batch = n;
+        if (tessera_score_with(rt, m, src, tgt, (size_t)n, &so, &scores, err, sizeof err) != 0)
             return bench_failed(err);
         tessera_scores_free(scores, (size_t)n);
         for (int i = 0; i < n; i++)
@@ -155,7 +156,7 @@ static double run_once(const tessera_model *m, const bench_case *bc, const bench
         t.beam = bc->beam;
         t.max_len = bc->encoder_only ? 0 : o->tgt_len;
         t.batch = n;
-        if (tessera_translate(m, src, (size_t)n, &t, &h, err, sizeof err) != 0)
+        if (tessera_translate_with(rt, m, src, (size_t)n, &t, &h, err, sizeof err) != 0)
             return bench_failed(err);
         for (int i = 0; i < n; i++) /* n_best is 1: one hypothesis per sentence */
             *produced += (long)h[i].len;
@@ -172,8 +173,9 @@ static double median_of(double *ms, int n)
 
 /* Runs and reports one case. `real`: a model from files, which may stop at
  * EOS before --tgt-len, so its line says how many target tokens it produced. */
-static int run_case(const tessera_model *m, const char *label, int real, const bench_case *bc,
-                    const bench_options *o, const tessera_tokens *src, const tessera_tokens *tgt)
+static int run_case(tessera_runtime *rt, const tessera_model *m, const char *label, int real,
+                    const bench_case *bc, const bench_options *o, const tessera_tokens *src,
+                    const tessera_tokens *tgt)
 {
     int n = bc->sentences ? bc->sentences : o->batch, failed = 0;
     long produced = 0;
@@ -186,19 +188,20 @@ static int run_case(const tessera_model *m, const char *label, int real, const b
     }
     /* One warm-up, then the timed runs (the encoder alone interleaved with
      * its translate counterpart, so both see the same machine). */
-    failed = run_once(m, bc, o, src, tgt, n, &produced) < 0 ||
-             (bc->encoder_only && run_encoder(m, src) < 0);
+    failed = run_once(rt, m, bc, o, src, tgt, n, &produced) < 0 ||
+             (bc->encoder_only && run_encoder(rt, m, src) < 0);
     for (int r = 0; !failed && r < o->repeat; r++) {
-        failed = (ms[r] = run_once(m, bc, o, src, tgt, n, &produced)) < 0;
+        failed = (ms[r] = run_once(rt, m, bc, o, src, tgt, n, &produced)) < 0;
         if (!failed && bc->encoder_only)
-            failed = (enc_ms[r] = run_encoder(m, src)) < 0;
+            failed = (enc_ms[r] = run_encoder(rt, m, src)) < 0;
     }
     if (!failed) {
         char err[256];
         double median = median_of(ms, o->repeat);
         printf("case=%s config=%s isa=%s compute_type=%s threads=%d sentences=%d src_len=%d",
                bc->name, label, tessera_kernel_set(err, sizeof err),
-               tessera_compute_type_name(tessera_model_compute_type(m)), tessera_threads(), n,
+               tessera_compute_type_name(tessera_model_compute_type(m)),
+               tessera_runtime_threads(rt), n,
                o->src_len);
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
@@ -285,10 +288,18 @@ static int fit_lengths(bench_options *o, const char *label, int max_positions)
     return 0;
 }
 
-/* Runs the selected cases on a model, on the same sentences for each case. */
+/* Runs the selected cases on a model, on the same sentences for each case,
+ * on a runtime of --threads threads. */
 static int bench_model(const tessera_model *m, const char *label, int real, const bench_options *o)
 {
     const tessera_config *c = tessera_model_config(m);
+    tessera_runtime_options ro;
+    tessera_runtime *rt;
+    char err[512];
+    tessera_runtime_options_init(&ro);
+    ro.threads = o->threads;
+    if (tessera_runtime_create(&ro, &rt, err, sizeof err) != 0)
+        return cli_error("bench: %s", err);
     id_draw src_draw, tgt_draw;
     if (id_draw_init(&src_draw, c->src_vocab_size, c) != 0 ||
         id_draw_init(&tgt_draw, c->tgt_vocab_size, c) != 0)
@@ -309,7 +320,8 @@ static int bench_model(const tessera_model *m, const char *label, int real, cons
     }
     for (size_t i = 0; status == 0 && i < sizeof cases / sizeof cases[0]; i++)
         if (case_selected(o->cases, cases[i].name))
-            status = run_case(m, label, real, &cases[i], o, src, tgt);
+            status = run_case(rt, m, label, real, &cases[i], o, src, tgt);
+    tessera_runtime_free(rt);
     free(ids);
     free(src);
     free(tgt);

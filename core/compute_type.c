@@ -41,7 +41,7 @@ int tsr_compute_type_resolve(const tessera_load_options *options, tessera_comput
         const char *env = getenv("TESSERA_COMPUTE_TYPE");
         t = TESSERA_COMPUTE_F32;
         if (env && *env && tessera_compute_type_parse(env, &t, err, err_len) != 0)
-            return tsr_fail_prefix(err, err_len, "TESSERA_COMPUTE_TYPE");
+            return tsr_fail_prefix(TESSERA_ERR_INPUT, err, err_len, "TESSERA_COMPUTE_TYPE");
     }
     if (t < TESSERA_COMPUTE_F32 || t > TESSERA_COMPUTE_INT8)
         return tsr_fail(err, err_len, "compute type %d is not one of tessera_compute_type",

@@ -60,6 +60,8 @@ static const struct {
     {"silu", TESSERA_SILU},
 };
 
+void tessera_config_defaults(tessera_config *cfg) { tsr_config_defaults(cfg); }
+
 void tsr_config_defaults(tessera_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -172,23 +174,30 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
     return rc;
 }
 
-static char *read_whole_file(const char *path, size_t *len, char *err, size_t err_len)
+/* The whole file, NUL-free bytes as read; NULL with a message and *rc
+ * (bad input, or out of memory) on failure. */
+static char *read_whole_file(const char *path, size_t *len, int *rc, char *err, size_t err_len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tsr_fail(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        *rc = tsr_fail(err, err_len, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 4096, used = 0;
     char *buf = malloc(cap);
     while (buf) {
         if (used == cap) {
-            char *bigger = cap < MAX_CONFIG_BYTES ? realloc(buf, cap * 2) : NULL;
-            if (!bigger) {
-                tsr_fail(err, err_len, "%s: too large for a config file", path);
+            if (cap >= MAX_CONFIG_BYTES) {
+                *rc = tsr_fail(err, err_len, "%s: too large for a config file", path);
                 free(buf);
                 fclose(f);
                 return NULL;
+            }
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
             }
             buf = bigger;
             cap *= 2;
@@ -199,9 +208,9 @@ static char *read_whole_file(const char *path, size_t *len, char *err, size_t er
             break;
     }
     if (!buf) {
-        tsr_fail(err, err_len, "%s: out of memory", path);
+        *rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
     } else if (ferror(f)) {
-        tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(errno));
+        *rc = tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(errno));
         free(buf);
         buf = NULL;
     }
@@ -213,13 +222,14 @@ static char *read_whole_file(const char *path, size_t *len, char *err, size_t er
 int tsr_config_load(const char *path, tessera_config *cfg, char *err, size_t err_len)
 {
     size_t len;
-    char *text = read_whole_file(path, &len, err, err_len);
+    int rc = TESSERA_ERR_INPUT;
+    char *text = read_whole_file(path, &len, &rc, err, err_len);
     if (!text)
-        return -1;
-    int rc = tsr_config_parse(text, len, cfg, err, err_len);
+        return rc;
+    rc = tsr_config_parse(text, len, cfg, err, err_len);
     free(text);
     if (rc != 0)
-        return tsr_fail_prefix(err, err_len, path);
+        return tsr_fail_prefix(rc, err, err_len, path);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "core/batch.h"
 #include "core/decoder.h"
 #include "core/model.h"
+#include "core/runtime.h"
 
 /* A batch of source sentences, encoded, with its cross-attention memory. */
 typedef struct tsr_source_batch {
@@ -14,7 +15,7 @@ typedef struct tsr_source_batch {
 } tsr_source_batch;
 
 /* Encodes src[0..n) (already validated) and builds the cross memory. */
-int tsr_source_batch_encode(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                             tsr_source_batch *b, char *err, size_t err_len);
 void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b);
 
@@ -27,12 +28,12 @@ int tsr_check_tokens(const tessera_tokens *seqs, size_t n, int vocab, int max_po
  * [bos] + output fits max_positions. */
 size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options *o);
 
-/* Decoding entry points for one batch of sentences; out receives n * n_best
- * hypotheses. */
-int tsr_greedy(const tessera_model *m, const tessera_tokens *src, size_t n,
+/* Decoding entry points for one batch of sentences, run on the call's
+ * threads; out receives n * n_best hypotheses. */
+int tsr_greedy(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                size_t err_len);
-int tsr_beam_search(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_beam_search(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                     const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                     size_t err_len);
 

@@ -10,26 +10,26 @@
 
 #include "core/errors.h"
 #include "core/ops.h"
-#include "core/runtime.h"
 
-int tsr_cross_memory_build(const tessera_model *m, const float *memory, const tsr_packing *src,
+int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
                            tsr_cross_memory *cm, char *err, size_t err_len)
 {
+    const tessera_model *m = ex->m;
     size_t L = (size_t)m->cfg.n_decoder_layers, d = m->d;
     cm->src = src;
     cm->kv = calloc(L, sizeof *cm->kv);
     if (!cm->kv)
-        return tsr_fail(err, err_len, "out of memory for the cross-attention memory");
+        return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
     for (size_t l = 0; l < L; l++) {
         cm->kv[l] = tsr_alloc_floats(src->rows * 2 * d);
         if (!cm->kv[l]) {
             tsr_cross_memory_free(m, cm);
-            return tsr_fail(err, err_len, "out of memory for the cross-attention memory");
+            return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
         }
     }
-#pragma omp parallel num_threads(tsr_team_threads())
+#pragma omp parallel num_threads(ex->threads)
     for (size_t l = 0; l < L; l++)
-        tsr_op_linear(m, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
+        tsr_op_linear(ex, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
                       cm->kv[l], 2 * d);
     return 0;
 }
@@ -43,14 +43,15 @@ void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm)
     cm->kv = NULL;
 }
 
-int tsr_decoder_init(tsr_decoder *dec, const tessera_model *m, const tsr_cross_memory *cross,
+int tsr_decoder_init(tsr_decoder *dec, const tsr_exec *ex, const tsr_cross_memory *cross,
                      size_t n_slots, char *err, size_t err_len)
 {
+    const tessera_model *m = ex->m;
     memset(dec, 0, sizeof *dec);
-    dec->m = m;
+    dec->ex = ex;
     dec->cross = cross;
     if (tsr_kv_cache_init(&dec->cache, n_slots, (size_t)m->cfg.n_decoder_layers, m->d) != 0)
-        return tsr_fail(err, err_len, "out of memory for %zu decoder caches", n_slots);
+        return tsr_fail_oom(err, err_len, "out of memory for %zu decoder caches", n_slots);
     return 0;
 }
 
@@ -70,11 +71,11 @@ void tsr_decoder_free(tsr_decoder *dec)
 
 static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_t rows)
 {
-    size_t d = dec->m->d;
+    size_t d = dec->ex->m->d;
     if (tsr_buffer_reserve(&dec->x, rows * d) || tsr_buffer_reserve(&dec->h, rows * d) ||
         tsr_buffer_reserve(&dec->qkv, rows * 3 * d) || tsr_buffer_reserve(&dec->attn, rows * d) ||
-        tsr_buffer_reserve(&dec->scratch, tsr_op_ffn_scratch_floats(dec->m)))
-        return -1;
+        tsr_buffer_reserve(&dec->scratch, tsr_op_ffn_scratch_floats(dec->ex)))
+        return TESSERA_ERR_NOMEM;
     if (n > dec->jobs_cap) {
         tsr_attention_job *jobs = realloc(dec->jobs, n * sizeof *jobs);
         if (jobs)
@@ -83,15 +84,14 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
         if (row0)
             dec->row0 = row0;
         if (!jobs || !row0)
-            return -1;
+            return TESSERA_ERR_NOMEM;
         dec->jobs_cap = n;
     }
     for (size_t i = 0, row = 0; i < n; row += seqs[i++].n_new)
         dec->row0[i] = row;
     for (size_t i = 0; i < n; i++) {
         size_t slot = seqs[i].slot;
-        if (tsr_kv_cache_reserve(&dec->cache, slot, dec->cache.len[slot] + seqs[i].n_new) != 0)
-            return -1;
+        TSR_TRY(tsr_kv_cache_reserve(&dec->cache, slot, dec->cache.len[slot] + seqs[i].n_new));
     }
     return 0;
 }
@@ -100,11 +100,11 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
 static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
                            size_t rows, const float *in, float *residual_out)
 {
-    const tessera_model *m = dec->m;
+    const tessera_model *m = dec->ex->m;
     const tsr_self_attention *w = &m->dec[layer].self_attn;
     size_t d = m->d;
     float *qkv = dec->qkv.p;
-    tsr_op_linear(m, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
+    tsr_op_linear(dec->ex, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i];
@@ -118,19 +118,19 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
             .n_q = seqs[i].n_new, .n_k = past + seqs[i].n_new, .causal = 1, .q_pos = past,
         };
     }
-    tsr_op_attention(m, dec->jobs, n);
-    tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
+    tsr_op_attention(dec->ex, dec->jobs, n);
+    tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
 
 static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
                             size_t rows, const float *in, float *residual_out)
 {
-    const tessera_model *m = dec->m;
+    const tessera_model *m = dec->ex->m;
     const tsr_cross_attention *w = &m->dec[layer].cross;
     const tsr_packing *src = dec->cross->src;
     size_t d = m->d;
     float *q = dec->qkv.p;
-    tsr_op_linear(m, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
+    tsr_op_linear(dec->ex, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
@@ -141,37 +141,37 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
             .causal = 0, .q_pos = 0,
         };
     }
-    tsr_op_attention(m, dec->jobs, n);
-    tsr_op_linear(m, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
+    tsr_op_attention(dec->ex, dec->jobs, n);
+    tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
 
 static void decoder_layer(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
                           size_t rows)
 {
-    const tessera_model *m = dec->m;
+    const tessera_model *m = dec->ex->m;
     const tsr_decoder_layer *l = &m->dec[layer];
     float *x = dec->x.p, *h = dec->h.p, *scratch = dec->scratch.p;
     if (m->cfg.norm_first) {
-        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, h);
+        tsr_op_layernorm(dec->ex, &l->norm1, x, NULL, rows, h);
         self_attention(dec, layer, seqs, n, rows, h, x);
-        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, h);
+        tsr_op_layernorm(dec->ex, &l->norm2, x, NULL, rows, h);
         cross_attention(dec, layer, seqs, n, rows, h, x);
-        tsr_op_layernorm(m, &l->norm3, x, NULL, rows, h);
-        tsr_op_ffn(m, &l->ff1, &l->ff2, h, rows, x, x, scratch);
+        tsr_op_layernorm(dec->ex, &l->norm3, x, NULL, rows, h);
+        tsr_op_ffn(dec->ex, &l->ff1, &l->ff2, h, rows, x, x, scratch);
     } else {
         self_attention(dec, layer, seqs, n, rows, x, x);
-        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, x);
+        tsr_op_layernorm(dec->ex, &l->norm1, x, NULL, rows, x);
         cross_attention(dec, layer, seqs, n, rows, x, x);
-        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, x);
-        tsr_op_ffn(m, &l->ff1, &l->ff2, x, rows, x, h, scratch);
-        tsr_op_layernorm(m, &l->norm3, h, NULL, rows, x);
+        tsr_op_layernorm(dec->ex, &l->norm2, x, NULL, rows, x);
+        tsr_op_ffn(dec->ex, &l->ff1, &l->ff2, x, rows, x, h, scratch);
+        tsr_op_layernorm(dec->ex, &l->norm3, h, NULL, rows, x);
     }
 }
 
 int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decode_seq *seqs,
                         size_t n, const float **hidden, char *err, size_t err_len)
 {
-    const tessera_model *m = dec->m;
+    const tessera_model *m = dec->ex->m;
     size_t d = m->d, rows = 0;
     for (size_t i = 0; i < n; i++) {
         size_t end = dec->cache.len[seqs[i].slot] + seqs[i].n_new;
@@ -181,21 +181,21 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
         rows += seqs[i].n_new;
     }
     if (reserve(dec, seqs, n, rows) != 0)
-        return tsr_fail(err, err_len, "out of memory decoding %zu rows", rows);
+        return tsr_fail_oom(err, err_len, "out of memory decoding %zu rows", rows);
 
     /* One parallel region for the whole stack (see ops.h). */
-#pragma omp parallel num_threads(tsr_team_threads())
+#pragma omp parallel num_threads(dec->ex->threads)
     {
 #pragma omp for schedule(static)
         for (long li = 0; li < (long)n; li++) {
             size_t i = (size_t)li, row = dec->row0[i], pos = dec->cache.len[seqs[i].slot];
-            m->kernels->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
+            dec->ex->ks->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
                               m->positions + pos * d, dec->x.p + row * d, d);
         }
         for (int l = 0; l < m->cfg.n_decoder_layers; l++)
             decoder_layer(dec, (size_t)l, seqs, n, rows);
         if (m->dec_norm.gamma)
-            tsr_op_layernorm(m, &m->dec_norm, dec->x.p, NULL, rows, dec->x.p);
+            tsr_op_layernorm(dec->ex, &m->dec_norm, dec->x.p, NULL, rows, dec->x.p);
     }
     for (size_t i = 0; i < n; i++)
         dec->cache.len[seqs[i].slot] += seqs[i].n_new;

@@ -20,7 +20,7 @@ typedef struct tsr_cross_memory {
     const tsr_packing *src;
 } tsr_cross_memory;
 
-int tsr_cross_memory_build(const tessera_model *m, const float *memory, const tsr_packing *src,
+int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
                            tsr_cross_memory *cm, char *err, size_t err_len);
 void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm);
 
@@ -32,7 +32,7 @@ typedef struct tsr_decode_seq {
 } tsr_decode_seq;
 
 typedef struct tsr_decoder {
-    const tessera_model *m;
+    const tsr_exec *ex; /* the call's context (core/runtime.h), for the decoder's life */
     const tsr_cross_memory *cross;
     tsr_kv_cache cache;
     tsr_buffer x, h, qkv, attn, scratch;
@@ -41,15 +41,16 @@ typedef struct tsr_decoder {
     size_t jobs_cap;
 } tsr_decoder;
 
-int tsr_decoder_init(tsr_decoder *dec, const tessera_model *m, const tsr_cross_memory *cross,
+int tsr_decoder_init(tsr_decoder *dec, const tsr_exec *ex, const tsr_cross_memory *cross,
                      size_t n_slots, char *err, size_t err_len);
 void tsr_decoder_free(tsr_decoder *dec);
 
 /* Feeds `tokens` (the new tokens of seqs[0], then seqs[1], ...) through the
  * decoder. On success *hidden points to [rows][d] final hidden states (after
  * the final norm when present), valid until the next call; each slot's cache
- * length has grown by its n_new. -1 with a message on allocation failure or
- * when a position would pass max_positions. */
+ * length has grown by its n_new. A tessera_status with a message on
+ * allocation failure (TESSERA_ERR_NOMEM) or when a position would pass
+ * max_positions (TESSERA_ERR_INPUT). */
 int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decode_seq *seqs,
                         size_t n, const float **hidden, char *err, size_t err_len);
 

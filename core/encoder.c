@@ -8,7 +8,6 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
-#include "core/runtime.h"
 
 typedef struct encoder_work {
     float *h;       /* [rows][d]: normed input of a sublayer (pre-norm) or sublayer output */
@@ -33,64 +32,66 @@ static void prepare_jobs(const tessera_model *m, const tsr_packing *p, encoder_w
     }
 }
 
-static void self_attention(const tessera_model *m, const tsr_self_attention *w,
+static void self_attention(const tsr_exec *ex, const tsr_self_attention *w,
                            const tsr_packing *p, const float *in, float *residual_out,
                            encoder_work *wk)
 {
-    size_t d = m->d;
-    tsr_op_linear(m, &w->qkv, in, d, p->rows, TSR_ACT_NONE, NULL, 0, wk->qkv, 3 * d);
-    tsr_op_attention(m, wk->jobs, p->n);
+    size_t d = ex->m->d;
+    tsr_op_linear(ex, &w->qkv, in, d, p->rows, TSR_ACT_NONE, NULL, 0, wk->qkv, 3 * d);
+    tsr_op_attention(ex, wk->jobs, p->n);
     /* residual_out += out_proj(attn) */
-    tsr_op_linear(m, &w->out, wk->attn, d, p->rows, TSR_ACT_NONE, residual_out, d,
+    tsr_op_linear(ex, &w->out, wk->attn, d, p->rows, TSR_ACT_NONE, residual_out, d,
                   residual_out, d);
 }
 
-static void encoder_layer(const tessera_model *m, const tsr_encoder_layer *l,
+static void encoder_layer(const tsr_exec *ex, const tsr_encoder_layer *l,
                           const tsr_packing *p, float *x, encoder_work *wk)
 {
+    const tessera_model *m = ex->m;
     size_t rows = p->rows;
     if (m->cfg.norm_first) {
-        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, wk->h);
-        self_attention(m, &l->attn, p, wk->h, x, wk);
-        tsr_op_layernorm(m, &l->norm2, x, NULL, rows, wk->h);
-        tsr_op_ffn(m, &l->ff1, &l->ff2, wk->h, rows, x, x, wk->scratch);
+        tsr_op_layernorm(ex, &l->norm1, x, NULL, rows, wk->h);
+        self_attention(ex, &l->attn, p, wk->h, x, wk);
+        tsr_op_layernorm(ex, &l->norm2, x, NULL, rows, wk->h);
+        tsr_op_ffn(ex, &l->ff1, &l->ff2, wk->h, rows, x, x, wk->scratch);
     } else {
-        self_attention(m, &l->attn, p, x, x, wk);
-        tsr_op_layernorm(m, &l->norm1, x, NULL, rows, x);
-        tsr_op_ffn(m, &l->ff1, &l->ff2, x, rows, x, wk->h, wk->scratch);
-        tsr_op_layernorm(m, &l->norm2, wk->h, NULL, rows, x);
+        self_attention(ex, &l->attn, p, x, x, wk);
+        tsr_op_layernorm(ex, &l->norm1, x, NULL, rows, x);
+        tsr_op_ffn(ex, &l->ff1, &l->ff2, x, rows, x, wk->h, wk->scratch);
+        tsr_op_layernorm(ex, &l->norm2, wk->h, NULL, rows, x);
     }
 }
 
-int tsr_encode(const tessera_model *m, const tessera_tokens *src, const tsr_packing *p,
+int tsr_encode(const tsr_exec *ex, const tessera_tokens *src, const tsr_packing *p,
                float *memory, char *err, size_t err_len)
 {
+    const tessera_model *m = ex->m;
     size_t d = m->d, rows = p->rows;
     encoder_work wk = {
         .h = tsr_alloc_floats(rows * d),
         .qkv = tsr_alloc_floats(rows * 3 * d),
         .attn = tsr_alloc_floats(rows * d),
-        .scratch = tsr_alloc_floats(tsr_op_ffn_scratch_floats(m)),
+        .scratch = tsr_alloc_floats(tsr_op_ffn_scratch_floats(ex)),
         .jobs = tsr_alloc(p->n, sizeof(tsr_attention_job)),
     };
     int rc = 0;
     if (!wk.h || !wk.qkv || !wk.attn || !wk.scratch || !wk.jobs) {
-        rc = tsr_fail(err, err_len, "out of memory encoding %zu source tokens", rows);
+        rc = tsr_fail_oom(err, err_len, "out of memory encoding %zu source tokens", rows);
         goto done;
     }
     prepare_jobs(m, p, &wk);
     /* One parallel region for the whole stack: the ops inside share out
      * their work and meet at barriers, with no fork/join per op. */
-#pragma omp parallel num_threads(tsr_team_threads())
+#pragma omp parallel num_threads(ex->threads)
     {
 #pragma omp for schedule(static)
         for (long s = 0; s < (long)p->n; s++)
-            m->kernels->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
+            ex->ks->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
                               memory + p->row0[s] * d, d);
         for (int i = 0; i < m->cfg.n_encoder_layers; i++)
-            encoder_layer(m, &m->enc[i], p, memory, &wk);
+            encoder_layer(ex, &m->enc[i], p, memory, &wk);
         if (m->enc_norm.gamma)
-            tsr_op_layernorm(m, &m->enc_norm, memory, NULL, rows, memory);
+            tsr_op_layernorm(ex, &m->enc_norm, memory, NULL, rows, memory);
     }
 done:
     tsr_free(wk.h);

@@ -11,25 +11,51 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-int tsr_fail(char *err, size_t err_len, const char *fmt, ...)
+static int vfail(int code, char *err, size_t err_len, const char *fmt, va_list ap)
 {
     if (err && err_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
         one_line(err);
     }
-    return -1;
+    return code;
 }
 
-int tsr_fail_prefix(char *err, size_t err_len, const char *prefix)
+int tsr_fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(TESSERA_ERR_INPUT, err, err_len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tsr_fail_oom(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(TESSERA_ERR_NOMEM, err, err_len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tsr_fail_internal(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(TESSERA_ERR_INTERNAL, err, err_len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tsr_fail_prefix(int code, char *err, size_t err_len, const char *prefix)
 {
     if (err && err_len > 0) {
         size_t plen = strlen(prefix) + 2;
         size_t mlen = strnlen(err, err_len - 1);
-        if (plen >= err_len)
-            return tsr_fail(err, err_len, "%s", prefix);
+        if (plen >= err_len) {
+            tsr_fail(err, err_len, "%s", prefix);
+            return code;
+        }
         if (mlen + plen >= err_len)
             mlen = err_len - plen - 1;
         memmove(err + plen, err, mlen);
@@ -37,5 +63,16 @@ int tsr_fail_prefix(char *err, size_t err_len, const char *prefix)
         memcpy(err + plen - 2, ": ", 2);
         err[plen + mlen] = '\0';
     }
-    return -1;
+    return code;
+}
+
+const char *tessera_status_name(int status)
+{
+    switch (status) {
+    case TESSERA_OK: return "ok";
+    case TESSERA_ERR_INPUT: return "bad input";
+    case TESSERA_ERR_NOMEM: return "out of memory";
+    case TESSERA_ERR_INTERNAL: return "internal error";
+    default: return "unknown status";
+    }
 }

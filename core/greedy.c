@@ -8,7 +8,6 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
-#include "core/runtime.h"
 
 typedef struct greedy_state {
     int32_t *ids;     /* [n][limit] outputs */
@@ -30,12 +29,13 @@ static void finish(const tessera_translate_options *o, const greedy_state *g, si
         out[s].score /= pow((double)n_tokens, (double)o->length_penalty);
 }
 
-static int run(const tessera_model *m, size_t n, const tessera_translate_options *o,
+static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
                tsr_decoder *dec, greedy_state *g, tsr_buffer *logits, tessera_hypothesis *out,
                char *err, size_t err_len)
 {
+    const tessera_model *m = ex->m;
     size_t limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size, active = 0;
-    const tsr_kernels *k = m->kernels;
+    const tsr_kernels *k = ex->ks;
     for (size_t s = 0; s < n; s++) {
         if (limit == 0) {
             finish(o, g, s, 0, out);
@@ -45,16 +45,15 @@ static int run(const tessera_model *m, size_t n, const tessera_translate_options
         g->next[active++] = m->cfg.bos_id;
     }
     if (tsr_buffer_reserve(logits, n * V) != 0)
-        return tsr_fail(err, err_len, "out of memory for the generator output");
+        return tsr_fail_oom(err, err_len, "out of memory for the generator output");
     while (active > 0) {
         const float *hidden;
-        if (tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len) != 0)
-            return -1;
+        TSR_TRY(tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len));
         /* The generator, then each row's argmax and log-sum-exp, split over
          * the team by rows; the token goes into next[i] (already fed). */
-#pragma omp parallel num_threads(tsr_team_threads())
+#pragma omp parallel num_threads(ex->threads)
         {
-            tsr_op_linear(m, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0,
+            tsr_op_linear(ex, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0,
                           logits->p, V);
 #pragma omp for schedule(static)
             for (long li = 0; li < (long)active; li++) {
@@ -85,17 +84,18 @@ static int run(const tessera_model *m, size_t n, const tessera_translate_options
     }
     for (size_t s = 0; s < n; s++) {
         if (!out[s].ids)
-            return tsr_fail(err, err_len, "out of memory for the output");
+            return tsr_fail_oom(err, err_len, "out of memory for the output");
         for (size_t t = 0; t < g->len[s]; t++)
             out[s].ids[t] = g->ids[s * limit + t];
     }
     return 0;
 }
 
-int tsr_greedy(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_greedy(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                size_t err_len)
 {
+    const tessera_model *m = ex->m;
     size_t limit = tsr_target_limit(m, o);
     tsr_source_batch sb;
     tsr_decoder dec;
@@ -108,15 +108,17 @@ int tsr_greedy(const tessera_model *m, const tessera_tokens *src, size_t n,
         .next = malloc(n * sizeof(int32_t)),
         .step_logprob = malloc(n * sizeof(float)),
     };
-    int rc = -1;
+    int rc;
     if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob) {
-        tsr_fail(err, err_len, "out of memory for %zu sentences", n);
+        rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
-    if (tsr_source_batch_encode(m, src, n, &sb, err, err_len) != 0)
+    rc = tsr_source_batch_encode(ex, src, n, &sb, err, err_len);
+    if (rc != 0)
         goto free_state;
-    if (tsr_decoder_init(&dec, m, &sb.cross, n, err, err_len) == 0) {
-        rc = run(m, n, o, &dec, &g, &logits, out, err, err_len);
+    rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);
+    if (rc == 0) {
+        rc = run(ex, n, o, &dec, &g, &logits, out, err, err_len);
         tsr_decoder_free(&dec);
     }
     tsr_source_batch_free(m, &sb);

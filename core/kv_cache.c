@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/errors.h"
 #include "core/memory.h"
 
 int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d)
@@ -15,7 +16,7 @@ int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d
     c->len = calloc(n_slots, sizeof *c->len);
     if (!c->rows || !c->cap || !c->len) {
         tsr_kv_cache_free(c);
-        return -1;
+        return TESSERA_ERR_NOMEM;
     }
     return 0;
 }
@@ -43,7 +44,7 @@ int tsr_kv_cache_reserve(tsr_kv_cache *c, size_t slot, size_t positions)
         float **buf = &c->rows[slot * c->n_layers + l];
         float *grown = tsr_alloc_floats(cap * width);
         if (!grown)
-            return -1;
+            return TESSERA_ERR_NOMEM;
         if (*buf)
             memcpy(grown, *buf, c->len[slot] * width * sizeof(float));
         tsr_free(*buf);
@@ -56,8 +57,7 @@ int tsr_kv_cache_reserve(tsr_kv_cache *c, size_t slot, size_t positions)
 int tsr_kv_cache_copy(tsr_kv_cache *c, size_t dst, size_t src)
 {
     size_t n = c->len[src];
-    if (tsr_kv_cache_reserve(c, dst, n) != 0)
-        return -1;
+    TSR_TRY(tsr_kv_cache_reserve(c, dst, n));
     for (size_t l = 0; l < c->n_layers; l++)
         memcpy(tsr_kv_cache_layer(c, dst, l), tsr_kv_cache_layer(c, src, l),
                n * 2 * c->d * sizeof(float));

@@ -18,7 +18,7 @@ int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d
 void tsr_kv_cache_free(tsr_kv_cache *c);
 
 /* Makes room for `positions` positions in every layer of `slot`, keeping
- * what is there. -1 on allocation failure. */
+ * what is there. 0, or TESSERA_ERR_NOMEM on allocation failure. */
 int tsr_kv_cache_reserve(tsr_kv_cache *c, size_t slot, size_t positions);
 
 static inline float *tsr_kv_cache_layer(const tsr_kv_cache *c, size_t slot, size_t layer)

@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/tessera.h"
+
 void *tsr_alloc(size_t n, size_t size)
 {
     if (size != 0 && n > SIZE_MAX / size)
@@ -30,7 +32,7 @@ int tsr_buffer_reserve(tsr_buffer *b, size_t n)
         cap *= 2;
     float *p = tsr_alloc_floats(cap);
     if (!p)
-        return -1;
+        return TESSERA_ERR_NOMEM;
     tsr_free(b->p);
     b->p = p;
     b->cap = cap;

@@ -21,7 +21,8 @@ typedef struct tsr_buffer {
     size_t cap;
 } tsr_buffer;
 
-/* Ensures room for n floats (contents are not preserved). -1 on failure. */
+/* Ensures room for n floats (contents are not preserved). 0, or
+ * TESSERA_ERR_NOMEM on allocation failure. */
 int tsr_buffer_reserve(tsr_buffer *b, size_t n);
 void tsr_buffer_free(tsr_buffer *b);
 

@@ -44,7 +44,7 @@ static void *model_alloc(tessera_model *m, size_t floats)
 
 static int out_of_memory(builder *b, const char *what)
 {
-    return tsr_fail(b->err, b->err_len, "out of memory while loading '%s'", what);
+    return tsr_fail_oom(b->err, b->err_len, "out of memory while loading '%s'", what);
 }
 
 /* A plain float tensor kept as is (embeddings, norms, biases). */
@@ -128,11 +128,9 @@ static int fetch_linear(builder *b, const char *prefix, size_t n, size_t k, tsr_
     size_t bshape[1] = {n};
     float *bias;
     snprintf(name, sizeof name, "%s.bias", prefix);
-    if (fetch_plain(b, name, bshape, 1, 0, &bias) != 0)
-        return -1;
+    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, &bias));
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if (fetch_weight(b, name, n, k) != 0)
-        return -1;
+    TSR_TRY(fetch_weight(b, name, n, k));
     return pack_rows(b, name, 0, n, k, bias, lin);
 }
 
@@ -143,8 +141,7 @@ static int fetch_in_proj(builder *b, const char *prefix, float **bias)
     size_t d = b->m->d;
     size_t bshape[1] = {3 * d};
     snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
-    if (fetch_plain(b, name, bshape, 1, 0, bias) != 0)
-        return -1;
+    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, bias));
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
     return fetch_weight(b, name, 3 * d, d);
 }
@@ -154,11 +151,9 @@ static int fetch_self_attention(builder *b, const char *prefix, tsr_self_attenti
     char name[256];
     float *bias;
     size_t d = b->m->d;
-    if (fetch_in_proj(b, prefix, &bias) != 0)
-        return -1;
+    TSR_TRY(fetch_in_proj(b, prefix, &bias));
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    if (pack_rows(b, name, 0, 3 * d, d, bias, &a->qkv) != 0)
-        return -1;
+    TSR_TRY(pack_rows(b, name, 0, 3 * d, d, bias, &a->qkv));
     snprintf(name, sizeof name, "%s.out_proj", prefix);
     return fetch_linear(b, name, d, d, &a->out);
 }
@@ -168,12 +163,10 @@ static int fetch_cross_attention(builder *b, const char *prefix, tsr_cross_atten
     char name[256];
     float *bias;
     size_t d = b->m->d;
-    if (fetch_in_proj(b, prefix, &bias) != 0)
-        return -1;
+    TSR_TRY(fetch_in_proj(b, prefix, &bias));
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    if (pack_rows(b, name, 0, d, d, bias, &a->q) != 0 ||
-        pack_rows(b, name, d, 2 * d, d, bias + d, &a->kv) != 0)
-        return -1;
+    TSR_TRY(pack_rows(b, name, 0, d, d, bias, &a->q));
+    TSR_TRY(pack_rows(b, name, d, 2 * d, d, bias + d, &a->kv));
     snprintf(name, sizeof name, "%s.out_proj", prefix);
     return fetch_linear(b, name, d, d, &a->out);
 }
@@ -187,7 +180,7 @@ static int fetch_norm(builder *b, const char *prefix, int optional, tsr_norm *no
     snprintf(name, sizeof name, "%s.weight", prefix);
     int rc = fetch_plain(b, name, shape, 1, optional, &norm->gamma);
     if (rc < 0)
-        return -1;
+        return rc;
     snprintf(name, sizeof name, "%s.bias", prefix);
     if (rc == 1) {
         norm->gamma = norm->beta = NULL;
@@ -201,8 +194,7 @@ static int fetch_ffn(builder *b, const char *prefix, tsr_packed_linear *ff1, tsr
     char name[256];
     size_t d = b->m->d, d_ff = (size_t)b->m->cfg.d_ff;
     snprintf(name, sizeof name, "%s.linear1", prefix);
-    if (fetch_linear(b, name, d_ff, d, ff1) != 0)
-        return -1;
+    TSR_TRY(fetch_linear(b, name, d_ff, d, ff1));
     snprintf(name, sizeof name, "%s.linear2", prefix);
     return fetch_linear(b, name, d, d_ff, ff2);
 }
@@ -212,11 +204,10 @@ static int fetch_encoder_layer(builder *b, size_t i, tsr_encoder_layer *l)
     char p[128], name[192];
     snprintf(p, sizeof p, "transformer.encoder.layers.%zu", i);
     snprintf(name, sizeof name, "%s.self_attn", p);
-    if (fetch_self_attention(b, name, &l->attn) != 0 || fetch_ffn(b, p, &l->ff1, &l->ff2) != 0)
-        return -1;
+    TSR_TRY(fetch_self_attention(b, name, &l->attn));
+    TSR_TRY(fetch_ffn(b, p, &l->ff1, &l->ff2));
     snprintf(name, sizeof name, "%s.norm1", p);
-    if (fetch_norm(b, name, 0, &l->norm1) != 0)
-        return -1;
+    TSR_TRY(fetch_norm(b, name, 0, &l->norm1));
     snprintf(name, sizeof name, "%s.norm2", p);
     return fetch_norm(b, name, 0, &l->norm2);
 }
@@ -226,17 +217,14 @@ static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
     char p[128], name[192];
     snprintf(p, sizeof p, "transformer.decoder.layers.%zu", i);
     snprintf(name, sizeof name, "%s.self_attn", p);
-    if (fetch_self_attention(b, name, &l->self_attn) != 0)
-        return -1;
+    TSR_TRY(fetch_self_attention(b, name, &l->self_attn));
     snprintf(name, sizeof name, "%s.multihead_attn", p);
-    if (fetch_cross_attention(b, name, &l->cross) != 0 || fetch_ffn(b, p, &l->ff1, &l->ff2) != 0)
-        return -1;
+    TSR_TRY(fetch_cross_attention(b, name, &l->cross));
+    TSR_TRY(fetch_ffn(b, p, &l->ff1, &l->ff2));
     snprintf(name, sizeof name, "%s.norm1", p);
-    if (fetch_norm(b, name, 0, &l->norm1) != 0)
-        return -1;
+    TSR_TRY(fetch_norm(b, name, 0, &l->norm1));
     snprintf(name, sizeof name, "%s.norm2", p);
-    if (fetch_norm(b, name, 0, &l->norm2) != 0)
-        return -1;
+    TSR_TRY(fetch_norm(b, name, 0, &l->norm2));
     snprintf(name, sizeof name, "%s.norm3", p);
     return fetch_norm(b, name, 0, &l->norm3);
 }
@@ -260,16 +248,15 @@ static int fetch_embeddings(builder *b)
     size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     size_t pos_shape[3] = {P, 1, d};
-    if (fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb) != 0 ||
-        fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb) != 0)
-        return -1;
+    TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb));
+    TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb));
     m->positions = model_alloc(m, P * d);
     if (!m->positions)
         return out_of_memory(b, "positional_encoding.pos_embedding");
     int rc = b->src->fetch(b->src->ctx, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
                            m->positions, b->err, b->err_len);
     if (rc < 0)
-        return -1;
+        return rc;
     if (rc == 1)
         sinusoid(m->positions, P, d);
     return 0;
@@ -341,40 +328,74 @@ static void relocate(tessera_model *m, const unsigned char *from, unsigned char 
     relocate_linear(&m->generator, from, to);
 }
 
+int tsr_model_copy_for_node(const tessera_model *m, int node)
+{
+    for (int c = 0; node >= 0 && c < m->n_replicas; c++)
+        if (m->replica_node[c] == node)
+            return c;
+    return 0;
+}
+
+/* The weight copies of the NUMA policy over the whole machine (every allowed
+ * core may run a runtime's thread): none when there is no topology. */
+static int copies_plan(uint64_t bytes, const char *numa, const tsr_topology **topo,
+                       tsr_placement *plan, char *err, size_t err_len)
+{
+    tsr_placement_request req = {.threads = 0, .workers = 1, .weight_bytes = bytes};
+    if (numa)
+        TSR_TRY(tsr_numa_policy_parse(numa, &req.numa, err, err_len));
+    else
+        TSR_TRY(tsr_default_numa_policy(&req.numa, err, err_len));
+    TSR_TRY(tsr_machine_topology(topo, err, err_len));
+    return *topo ? tsr_placement_plan(*topo, &req, plan, err, err_len)
+                 : tsr_placement_plan_unbound(&req, "no topology", plan, err, err_len);
+}
+
 /* Gives the packed weights the memory the placement plan asks for: as they
  * are for one plain copy, else one copy per plan copy (on its node, or
  * interleaved), the arena then released. */
-static int place_weights(tessera_model *m, char *err, size_t err_len)
+static int place_weights(tessera_model *m, const char *numa, char *err, size_t err_len)
 {
     const tsr_topology *topo;
     size_t bytes = m->arena_used;
-    const tsr_placement *plan = tsr_runtime_placement(bytes, &topo, err, err_len);
-    if (!plan)
-        return -1;
-    int n = plan->n_copies;
+    tsr_placement plan;
+    TSR_TRY(copies_plan(bytes, numa, &topo, &plan, err, err_len));
+    int rc = 0, n = plan.n_copies;
     m->replicas = calloc((size_t)n, sizeof *m->replicas);
-    if (!m->replicas)
-        return tsr_fail(err, err_len, "out of memory placing the weights");
-    if (n == 1 && plan->copies[0].kind == TSR_COPY_PLAIN) {
+    m->replica_node = calloc((size_t)n, sizeof *m->replica_node);
+    if (!m->replicas || !m->replica_node) {
+        rc = tsr_fail_oom(err, err_len, "out of memory placing the weights");
+        goto done;
+    }
+    for (int c = 0; c < n; c++)
+        m->replica_node[c] = plan.copies[c].kind == TSR_COPY_ON_NODE ? plan.copies[c].node : -1;
+    if (n == 1 && plan.copies[0].kind == TSR_COPY_PLAIN) {
         m->replicas[0] = m->arena;
         m->n_replicas = 1;
-        return 0;
+        goto done;
     }
     m->replica_blocks = calloc((size_t)n, sizeof *m->replica_blocks);
-    if (!m->replica_blocks)
-        return tsr_fail(err, err_len, "out of memory placing the weights");
-    for (int c = 0; c < n; c++) {
-        if (tsr_numa_alloc_copy(topo, plan, c, bytes, &m->replica_blocks[c], err, err_len) != 0)
-            return -1;
+    if (!m->replica_blocks) {
+        rc = tsr_fail_oom(err, err_len, "out of memory placing the weights");
+        goto done;
+    }
+    for (int c = 0; c < n && rc == 0; c++) {
+        rc = tsr_numa_alloc_copy(topo, &plan, c, bytes, &m->replica_blocks[c], err, err_len);
+        if (rc != 0)
+            break;
         m->replicas[c] = m->replica_blocks[c].data;
         memcpy(m->replicas[c], m->arena, bytes);
         m->n_replicas = c + 1;
     }
+    if (rc != 0)
+        goto done;
     relocate(m, m->arena, m->replicas[0]);
     tsr_free(m->arena);
     m->arena = NULL;
     m->weight_bytes += (size_t)(n - 1) * bytes;
-    return 0;
+done:
+    tsr_placement_free(&plan);
+    return rc;
 }
 
 static tsr_activation activation_of(tessera_activation a)
@@ -394,29 +415,24 @@ static int build_all(builder *b)
     m->dec = calloc(n_dec, sizeof *m->dec);
     if (!m->enc || !m->dec)
         return out_of_memory(b, "layers");
-    if (fetch_embeddings(b) != 0)
-        return -1;
+    TSR_TRY(fetch_embeddings(b));
     for (size_t i = 0; i < n_enc; i++)
-        if (fetch_encoder_layer(b, i, &m->enc[i]) != 0)
-            return -1;
+        TSR_TRY(fetch_encoder_layer(b, i, &m->enc[i]));
     for (size_t i = 0; i < n_dec; i++)
-        if (fetch_decoder_layer(b, i, &m->dec[i]) != 0)
-            return -1;
-    if (fetch_norm(b, "transformer.encoder.norm", 1, &m->enc_norm) != 0 ||
-        fetch_norm(b, "transformer.decoder.norm", 1, &m->dec_norm) != 0)
-        return -1;
+        TSR_TRY(fetch_decoder_layer(b, i, &m->dec[i]));
+    TSR_TRY(fetch_norm(b, "transformer.encoder.norm", 1, &m->enc_norm));
+    TSR_TRY(fetch_norm(b, "transformer.decoder.norm", 1, &m->dec_norm));
     return fetch_linear(b, "generator", (size_t)m->cfg.tgt_vocab_size, m->d, &m->generator);
 }
 
-tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                               tessera_compute_type type, const tsr_weight_source *src,
-                               char *err, size_t err_len)
+int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
+                    tessera_compute_type type, const char *numa, const tsr_weight_source *src,
+                    tessera_model **out, char *err, size_t err_len)
 {
+    *out = NULL;
     tessera_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        tsr_fail(err, err_len, "out of memory");
-        return NULL;
-    }
+    if (!m)
+        return tsr_fail_oom(err, err_len, "out of memory for the model");
     m->cfg = *cfg;
     m->kernels = kernels;
     m->compute_type = type;
@@ -440,12 +456,13 @@ tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *ker
     tsr_free(b.staging);
     tsr_free(b.scales);
     if (rc == 0)
-        rc = place_weights(m, err, err_len);
+        rc = place_weights(m, numa, err, err_len);
     if (rc != 0) {
         tessera_model_free(m);
-        return NULL;
+        return rc;
     }
-    return m;
+    *out = m;
+    return 0;
 }
 
 void tessera_model_free(tessera_model *m)
@@ -459,6 +476,7 @@ void tessera_model_free(tessera_model *m)
             tsr_numa_free(&m->replica_blocks[c]);
     free(m->replica_blocks);
     free(m->replicas);
+    free(m->replica_node);
     tsr_free(m->arena);
     free(m->blocks);
     free(m->enc);

@@ -66,6 +66,8 @@ struct tessera_model {
     size_t arena_bytes, arena_used;
     unsigned char **replicas;
     tsr_numa_block *replica_blocks; /* NULL when replicas[0] is the arena itself */
+    int *replica_node;              /* [n_replicas]: its topology node, or -1 (plain,
+                                       interleaved) */
     int n_replicas;
 
     /* Every other allocation above, released by tessera_model_free. */
@@ -87,6 +89,10 @@ static inline const tsr_packed_linear *tsr_model_replica(const tessera_model *m,
     return local;
 }
 
+/* The weight copy a thread on topology node `node` (-1: none) reads: the copy
+ * on that node, else copy 0. */
+int tsr_model_copy_for_node(const tessera_model *m, int node);
+
 /* Where the weights come from: a safetensors file or a random generator.
  * fetch fills dst with the `count` = product(shape) float32 values of tensor
  * `name`, which must have exactly `shape` (or, with rows_at_least, at least
@@ -99,8 +105,8 @@ typedef struct tsr_weight_source {
     /* A linear weight [rows][cols] already quantized (int8 values in
      * -127..127 and a scale per row), for compute type int8, or NULL when
      * the source has none: returns 1 when the tensor is not held so (the
-     * caller then fetches floats), 0 when q and scales were filled, -1 on
-     * error. */
+     * caller then fetches floats), 0 when q and scales were filled, a
+     * negative tessera_status on error. */
     int (*fetch_i8)(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
                     float *scales, char *err, size_t err_len);
     void *ctx;
@@ -108,9 +114,10 @@ typedef struct tsr_weight_source {
 
 /* Builds a model from a validated config and a weight source, packing with
  * `kernels` for compute type `type` (an explicit type, not
- * TESSERA_COMPUTE_DEFAULT). Returns NULL with a message on error. */
-tessera_model *tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                               tessera_compute_type type, const tsr_weight_source *src,
-                               char *err, size_t err_len);
+ * TESSERA_COMPUTE_DEFAULT), into *out. Returns 0, or a tessera_status with a
+ * message (*out NULL). */
+int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
+                    tessera_compute_type type, const char *numa, const tsr_weight_source *src,
+                    tessera_model **out, char *err, size_t err_len);
 
 #endif

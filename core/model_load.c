@@ -92,8 +92,7 @@ static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_
                       size_t cols, float *dst, char *err, size_t err_len)
 {
     const unsigned char *scales;
-    if (read_scales(st, t, rows, NULL, &scales, err, err_len) != 0)
-        return -1;
+    TSR_TRY(read_scales(st, t, rows, NULL, &scales, err, err_len));
     const int8_t *q = t->data;
     for (size_t i = 0; i < rows; i++) {
         float scale;
@@ -124,8 +123,7 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
         if (data[i] == INT8_MIN)
             return 1;
     const unsigned char *unused;
-    if (read_scales(&fs->st, t, rows, scales, &unused, err, err_len) != 0)
-        return -1;
+    TSR_TRY(read_scales(&fs->st, t, rows, scales, &unused, err, err_len));
     memcpy(q, data, rows * cols);
     return 0;
 }
@@ -174,7 +172,8 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
 
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)
 {
-    return tessera_model_load_with(dir, NULL, model, err, err_len);
+    /* The status codes are newer than this function: any error is -1. */
+    return tessera_model_load_with(dir, NULL, model, err, err_len) != 0 ? -1 : 0;
 }
 
 int tessera_model_load_with(const char *dir, const tessera_load_options *options,
@@ -184,25 +183,25 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     tessera_config cfg;
     tessera_compute_type type;
     *model = NULL;
-    if (tsr_compute_type_resolve(options, &type, err, err_len) != 0)
-        return -1;
+    TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
     if (!kernels)
-        return -1;
+        return TESSERA_ERR_INPUT;
 
     snprintf(path, sizeof path, "%s/config.json", dir);
-    if (tsr_config_load(path, &cfg, err, err_len) != 0)
-        return -1;
+    TSR_TRY(tsr_config_load(path, &cfg, err, err_len));
 
     file_source fs = {.kernels = kernels};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (tsr_safetensors_open(path, &fs.st, err, err_len) != 0)
-        return tsr_fail_prefix(err, err_len, path);
+    int rc = tsr_safetensors_open(path, &fs.st, err, err_len);
+    if (rc != 0)
+        return tsr_fail_prefix(rc, err, err_len, path);
 
     tsr_weight_source src = {fetch_from_file, fetch_i8_from_file, &fs};
-    *model = tsr_model_build(&cfg, kernels, type, &src, err, err_len);
+    rc = tsr_model_build(&cfg, kernels, type, options ? options->numa : NULL, &src, model, err,
+                         err_len);
     tsr_safetensors_close(&fs.st);
-    if (!*model)
-        return tsr_fail_prefix(err, err_len, path);
+    if (rc != 0)
+        return tsr_fail_prefix(rc, err, err_len, path);
     return 0;
 }

@@ -70,7 +70,8 @@ static int fetch_random(void *ctx, const char *name, const size_t *shape, size_t
 int tessera_model_random(const tessera_config *config, uint64_t seed, tessera_model **model,
                          char *err, size_t err_len)
 {
-    return tessera_model_random_with(config, seed, NULL, model, err, err_len);
+    /* The status codes are newer than this function: any error is -1. */
+    return tessera_model_random_with(config, seed, NULL, model, err, err_len) != 0 ? -1 : 0;
 }
 
 int tessera_model_random_with(const tessera_config *config, uint64_t seed,
@@ -79,14 +80,13 @@ int tessera_model_random_with(const tessera_config *config, uint64_t seed,
 {
     tessera_compute_type type;
     *model = NULL;
-    if (tsr_config_validate(config, err, err_len) != 0 ||
-        tsr_compute_type_resolve(options, &type, err, err_len) != 0)
-        return -1;
+    TSR_TRY(tsr_config_validate(config, err, err_len));
+    TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
     if (!kernels)
-        return -1;
+        return TESSERA_ERR_INPUT;
     random_source rs = {seed, config};
     tsr_weight_source src = {fetch_random, NULL, &rs};
-    *model = tsr_model_build(config, kernels, type, &src, err, err_len);
-    return *model ? 0 : -1;
+    return tsr_model_build(config, kernels, type, options ? options->numa : NULL, &src, model,
+                           err, err_len);
 }

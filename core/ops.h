@@ -4,30 +4,33 @@
  * the same arguments (and it ends with a barrier); called outside a parallel
  * region it simply runs on the calling thread. Partitions never change
  * results: each output element is computed by one kernel call whose
- * reduction order depends only on the shapes. */
+ * reduction order depends only on the shapes. Each takes the call's context
+ * (core/runtime.h): the model, the kernel table, the team size and the
+ * weight copy of each thread. */
 #ifndef TSR_CORE_OPS_H
 #define TSR_CORE_OPS_H
 
 #include <stddef.h>
 
 #include "core/model.h"
+#include "core/runtime.h"
 
 /* y = residual + act(x W^T + b) over `rows` rows (residual may be NULL or
  * equal y). Up to a few hundred rows, threads split the weight panels; more
  * rows are split by rows. */
-void tsr_op_linear(const tessera_model *m, const tsr_packed_linear *w, const float *x, size_t ldx,
+void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *x, size_t ldx,
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy);
 
 /* y = residual + FFN(x) over rows of d_model (ld d); scratch holds
  * tsr_op_ffn_scratch_floats() floats, shared by the team. */
-void tsr_op_ffn(const tessera_model *m, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
+void tsr_op_ffn(const tsr_exec *ex, const tsr_packed_linear *w1, const tsr_packed_linear *w2,
                 const float *x, size_t rows, const float *residual, float *y, float *scratch);
-/* Scratch for a team of up to tsr_team_threads() threads. */
-size_t tsr_op_ffn_scratch_floats(const tessera_model *m);
+/* Scratch for a team of ex->threads threads. */
+size_t tsr_op_ffn_scratch_floats(const tsr_exec *ex);
 
 /* if delta: x += delta; out = LN(x) for rows of d_model (contiguous, ld d). */
-void tsr_op_layernorm(const tessera_model *m, const tsr_norm *norm, float *x, const float *delta,
+void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const float *delta,
                       size_t rows, float *out);
 
 /* One multi-head attention problem: the queries of one sequence against its
@@ -48,6 +51,6 @@ typedef struct tsr_attention_job {
 } tsr_attention_job;
 
 /* Runs every (job, head) pair, spread over the team. */
-void tsr_op_attention(const tessera_model *m, const tsr_attention_job *jobs, size_t n_jobs);
+void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t n_jobs);
 
 #endif

@@ -1,6 +1,17 @@
-/* Process-wide choices: the kernel set, the thread count, and where threads
- * run and weights live (the placement plan, made once from the hwloc
- * topology when the first model is loaded). */
+/* Runtimes (core/runtime.h): a leader thread per runtime that runs its calls,
+ * its OpenMP team, bound as its share of a workers x threads plan; the
+ * process-wide defaults behind the functions that take no runtime; and the
+ * machine's topology, read once.
+ *
+ * Why a leader thread rather than the caller's: OpenMP makes the thread that
+ * opens a parallel region the team's thread 0, and binding that thread would
+ * bind the application's thread (whose affinity the threads it creates later
+ * inherit). Every call is handed to the leader instead: the caller waits on a
+ * condition variable, the leader runs the call with its own team, bound once
+ * when the runtime starts. The hand-over costs two wake-ups per call (tens of
+ * microseconds; measured in perf/RESULTS.md), against milliseconds for the
+ * shortest translation. It also keeps N request threads from opening N
+ * OpenMP teams: calls on one runtime queue on its lock. */
 #include "core/runtime.h"
 
 #include <pthread.h>
@@ -9,8 +20,9 @@
 #include <string.h>
 
 #include "core/errors.h"
-#include "core/tessera.h"
+#include "core/model.h"
 #include "simd/dispatch.h"
+#include "simd/gemm/gemm.h"
 #include "threads/placement.h"
 #include "threads/threads.h"
 #include "threads/topology.h"
@@ -19,18 +31,51 @@
 #include <omp.h>
 #endif
 
-static struct runtime {
+/* ---- The machine ------------------------------------------------------------- */
+
+static struct machine {
     pthread_mutex_t lock;
-    int threads;   /* resolved count, 0 until first needed */
-    int use_smt;
-    int numa_set;  /* numa given by tessera_set_placement */
-    tsr_numa_policy numa;
-    tsr_topology *topo;
-    tsr_placement plan;
-    int have_plan;
-    int *copy_of_thread;
-    char bind_note[256];
-} rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    int loaded;
+    int rc;               /* a malformed TESSERA_TOPOLOGY, reported every time */
+    tsr_topology *topo;   /* NULL when none could be read */
+    char why[256];        /* why there is none, or TESSERA_TOPOLOGY's error */
+} machine = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+int tsr_machine_topology(const tsr_topology **topo, char *err, size_t err_len)
+{
+    pthread_mutex_lock(&machine.lock);
+    if (!machine.loaded) {
+        machine.loaded = 1;
+        const char *what = getenv("TESSERA_TOPOLOGY");
+        if (what && *what) {
+            int rc = strchr(what, ':')
+                         ? tsr_topology_load_synthetic(what, &machine.topo, machine.why,
+                                                       sizeof machine.why)
+                         : tsr_topology_load_xml(what, &machine.topo, machine.why,
+                                                 sizeof machine.why);
+            if (rc != 0)
+                machine.rc =
+                    tsr_fail_prefix(TESSERA_ERR_INPUT, machine.why, sizeof machine.why,
+                                    "TESSERA_TOPOLOGY");
+        } else if (tsr_topology_load_system(&machine.topo, machine.why, sizeof machine.why) != 0) {
+            machine.topo = NULL; /* no hwloc view of this machine: plans are unbound */
+        }
+    }
+    int rc = machine.rc;
+    *topo = machine.topo;
+    if (rc != 0)
+        tsr_fail(err, err_len, "%s", machine.why);
+    pthread_mutex_unlock(&machine.lock);
+    return rc;
+}
+
+/* Why the machine has no topology, for an unbound plan's reason. */
+static void machine_why(char *buf, size_t len)
+{
+    pthread_mutex_lock(&machine.lock);
+    snprintf(buf, len, "%s", machine.why[0] ? machine.why : "no topology");
+    pthread_mutex_unlock(&machine.lock);
+}
 
 const char *tessera_kernel_set(char *err, size_t err_len)
 {
@@ -38,31 +83,281 @@ const char *tessera_kernel_set(char *err, size_t err_len)
     return k ? k->name : NULL;
 }
 
-/* A plan made for other settings no longer holds. Call with the lock. */
-static void forget_plan(void)
+const char *tessera_version(void) { return TESSERA_VERSION; }
+
+/* ---- Runtimes ------------------------------------------------------------------- */
+
+/* A call handed to the leader. */
+typedef struct call {
+    const tessera_model *m;
+    tsr_call_fn fn;
+    void *arg;
+    char *err;
+    size_t err_len;
+    int rc;
+    int done;
+} call;
+
+struct tessera_runtime {
+    int threads;              /* K */
+    int worker;
+    int first;                /* its threads' indices in the plan: first .. first + K - 1 */
+    tsr_placement plan;       /* every worker's threads */
+    const tsr_topology *topo; /* the machine's, or NULL */
+    int bind;                 /* its threads bind to the plan's PUs */
+    char bind_note[200];      /* the first refusal, if any */
+    int *copy_of_thread;      /* [K], rewritten per call for the call's model */
+    tsr_gemm_blocks blocks;
+
+    pthread_mutex_t call_lock; /* one call at a time */
+    pthread_mutex_t lock;      /* guards the hand-over below */
+    pthread_cond_t cond;
+    call *pending;
+    int stop;
+    pthread_t leader;
+};
+
+void tessera_runtime_options_init(tessera_runtime_options *o)
 {
-    if (rt.have_plan)
-        tsr_placement_free(&rt.plan);
-    free(rt.copy_of_thread);
-    rt.copy_of_thread = NULL;
-    rt.have_plan = 0;
+    memset(o, 0, sizeof *o);
+    o->workers = 1;
 }
 
-static int load_topology(tsr_topology **topo, char *err, size_t err_len);
-
-/* One thread per allowed core (per allowed PU with use_smt) of this
- * machine's topology, else per CPU of the affinity mask. Call with the lock. */
-static int default_threads(void)
+/* Each thread of the team binds itself to its PU of the plan, once, in a
+ * first parallel region on the leader (OpenMP keeps a leader's team threads,
+ * so the binding lasts). A refusal is noted, never fatal. */
+static void bind_team(tessera_runtime *rt)
 {
+    if (!rt->bind)
+        return;
+#pragma omp parallel num_threads(rt->threads)
+    {
+        char msg[160];
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        if (tsr_placement_bind_thread(rt->topo, &rt->plan, rt->first + t, msg, sizeof msg) < 0) {
+#pragma omp critical(tsr_bind_note)
+            if (!rt->bind_note[0])
+                snprintf(rt->bind_note, sizeof rt->bind_note, "thread %d not bound: %s", t, msg);
+        }
+    }
+}
+
+/* The call's context: the model's kernel table with this runtime's GEMM
+ * blocking, and the weight copy on each thread's node. */
+static int execute(tessera_runtime *rt, call *c)
+{
+    const tessera_model *m = c->m;
+    tsr_kernels table = *m->kernels;
+    tsr_gemm_config gemm;
+    if (table.gemm) {
+        gemm = *table.gemm;
+        const tsr_gemm_blocks *b = &rt->blocks;
+        if (b->kc)
+            gemm.kc = b->kc;
+        if (b->a_block_floats)
+            gemm.a_block_floats = b->a_block_floats;
+        if (b->b_block_floats)
+            gemm.b_block_floats = b->b_block_floats;
+        if (b->i8_kc4)
+            gemm.i8_kc4 = b->i8_kc4;
+        if (b->decode_kc)
+            gemm.decode_kc = b->decode_kc;
+        table.gemm = &gemm;
+    }
+    for (int t = 0; t < rt->threads; t++)
+        rt->copy_of_thread[t] = tsr_model_copy_for_node(m, rt->plan.threads[rt->first + t].node);
+    tsr_exec ex = {.m = m, .ks = &table, .threads = rt->threads,
+                   .copy_of_thread = rt->copy_of_thread};
+    return c->fn(&ex, c->arg, c->err, c->err_len);
+}
+
+static void *leader_main(void *arg)
+{
+    tessera_runtime *rt = arg;
+    bind_team(rt);
+    pthread_mutex_lock(&rt->lock);
+    for (;;) {
+        while (!rt->stop && (!rt->pending || rt->pending->done))
+            pthread_cond_wait(&rt->cond, &rt->lock);
+        if (rt->stop)
+            break;
+        call *c = rt->pending;
+        pthread_mutex_unlock(&rt->lock);
+        int rc = execute(rt, c);
+        pthread_mutex_lock(&rt->lock);
+        c->rc = rc;
+        c->done = 1;
+        pthread_cond_broadcast(&rt->cond);
+    }
+    pthread_mutex_unlock(&rt->lock);
+    return NULL;
+}
+
+int tsr_runtime_run(tessera_runtime *rt, const tessera_model *m, tsr_call_fn fn, void *arg,
+                    char *err, size_t err_len)
+{
+    call c = {.m = m, .fn = fn, .arg = arg, .err = err, .err_len = err_len};
+    pthread_mutex_lock(&rt->call_lock);
+    pthread_mutex_lock(&rt->lock);
+    rt->pending = &c;
+    pthread_cond_broadcast(&rt->cond);
+    while (!c.done)
+        pthread_cond_wait(&rt->cond, &rt->lock);
+    rt->pending = NULL;
+    pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&rt->call_lock);
+    return c.rc;
+}
+
+void tsr_runtime_set_gemm_blocks(tessera_runtime *rt, const tsr_gemm_blocks *blocks)
+{
+    rt->blocks = *blocks;
+}
+
+/* The plan this runtime is a worker of. */
+static int make_plan(const tessera_runtime_options *o, tessera_runtime *rt, char *err,
+                     size_t err_len)
+{
+    int threads;
+    TSR_TRY(tsr_threads_resolve(o->threads, &threads, err, err_len));
+    tsr_placement_request req = {.threads = threads, .workers = o->workers,
+                                 .use_smt = o->use_smt};
+    if (o->numa)
+        TSR_TRY(tsr_numa_policy_parse(o->numa, &req.numa, err, err_len));
+    else
+        TSR_TRY(tsr_default_numa_policy(&req.numa, err, err_len));
+    TSR_TRY(tsr_machine_topology(&rt->topo, err, err_len));
+    if (rt->topo)
+        return tsr_placement_plan(rt->topo, &req, &rt->plan, err, err_len);
     char why[256];
-    if (!rt.topo && load_topology(&rt.topo, why, sizeof why) != 0)
-        rt.topo = NULL;
-    if (rt.topo && !getenv("TESSERA_TOPOLOGY")) {
-        int n = rt.use_smt ? tsr_topology_allowed_pus(rt.topo) : tsr_topology_allowed_cores(rt.topo);
+    machine_why(why, sizeof why);
+    return tsr_placement_plan_unbound(&req, why, &rt->plan, err, err_len);
+}
+
+/* Everything a runtime holds once its locks exist, its thread stopped. */
+static void release(tessera_runtime *rt)
+{
+    pthread_cond_destroy(&rt->cond);
+    pthread_mutex_destroy(&rt->lock);
+    pthread_mutex_destroy(&rt->call_lock);
+    free(rt->copy_of_thread);
+    tsr_placement_free(&rt->plan);
+    free(rt);
+}
+
+int tessera_runtime_create(const tessera_runtime_options *options, tessera_runtime **out,
+                           char *err, size_t err_len)
+{
+    tessera_runtime_options o;
+    *out = NULL;
+    if (options)
+        o = *options;
+    else
+        tessera_runtime_options_init(&o);
+    if (o.workers < 0 || o.workers > 4096)
+        return tsr_fail(err, err_len, "workers %d: expected 1 to 4096", o.workers);
+    if (o.workers == 0)
+        o.workers = 1;
+    if (o.worker < 0 || o.worker >= o.workers)
+        return tsr_fail(err, err_len, "worker %d: expected 0 to %d (workers %d)", o.worker,
+                        o.workers - 1, o.workers);
+    if (o.threads < 0 || o.threads > 4096)
+        return tsr_fail(err, err_len, "threads %d: expected 1 to 4096, or 0 for the default",
+                        o.threads);
+
+    tessera_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return tsr_fail_oom(err, err_len, "out of memory for a runtime");
+    int rc = make_plan(&o, rt, err, err_len);
+    if (rc != 0) {
+        free(rt);
+        return rc;
+    }
+    rt->threads = rt->plan.threads_per_worker;
+    rt->worker = o.worker;
+    rt->first = o.worker * rt->threads;
+    rt->bind = rt->plan.bound && rt->topo && rt->topo->this_system;
+    rt->copy_of_thread = calloc((size_t)rt->threads, sizeof *rt->copy_of_thread);
+    if (!rt->copy_of_thread) {
+        tsr_placement_free(&rt->plan);
+        free(rt);
+        return tsr_fail_oom(err, err_len, "out of memory for a runtime");
+    }
+    pthread_mutex_init(&rt->call_lock, NULL);
+    pthread_mutex_init(&rt->lock, NULL);
+    pthread_cond_init(&rt->cond, NULL);
+    rc = pthread_create(&rt->leader, NULL, leader_main, rt);
+    if (rc != 0) {
+        release(rt);
+        return tsr_fail_internal(err, err_len, "cannot start a runtime's thread: %s",
+                                 strerror(rc));
+    }
+    *out = rt;
+    return 0;
+}
+
+void tessera_runtime_free(tessera_runtime *rt)
+{
+    if (!rt)
+        return;
+    pthread_mutex_lock(&rt->lock);
+    rt->stop = 1;
+    pthread_cond_broadcast(&rt->cond);
+    pthread_mutex_unlock(&rt->lock);
+    pthread_join(rt->leader, NULL);
+    release(rt);
+}
+
+int tessera_runtime_threads(const tessera_runtime *rt) { return rt->threads; }
+
+int tessera_runtime_describe(const tessera_runtime *rt, char *buf, size_t len)
+{
+    if (len == 0)
+        return 0;
+    tsr_placement_describe(rt->topo, &rt->plan, buf, len);
+    size_t used = strlen(buf);
+    if (rt->plan.n_workers > 1 && used < len)
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "this runtime: worker %d, threads %d-%d of the plan\n",
+                                 rt->worker, rt->first, rt->first + rt->threads - 1);
+    if (rt->bind_note[0] && used < len)
+        snprintf(buf + used, len - used, "%s\n", rt->bind_note);
+    return 0;
+}
+
+/* ---- Process-wide defaults ----------------------------------------------------- */
+
+static struct defaults {
+    pthread_mutex_t lock;
+    int threads;   /* resolved count, 0 until first needed */
+    int use_smt;
+    int numa_set;  /* numa given by tessera_set_placement */
+    tsr_numa_policy numa;
+    tessera_runtime *runtime; /* made on first use */
+} defaults = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* One thread per allowed core (per allowed PU with use_smt) of this machine's
+ * topology, else per CPU of the affinity mask. */
+static int default_threads(int use_smt)
+{
+    const tsr_topology *topo;
+    if (!getenv("TESSERA_TOPOLOGY") && tsr_machine_topology(&topo, NULL, 0) == 0 && topo) {
+        int n = use_smt ? tsr_topology_allowed_pus(topo) : tsr_topology_allowed_cores(topo);
         if (n > 0)
             return n;
     }
     return tsr_threads_allowed_cpus();
+}
+
+/* The settings changed: the default runtime is made anew on its next use.
+ * Call with the lock. */
+static void forget_default_runtime(void)
+{
+    tessera_runtime_free(defaults.runtime);
+    defaults.runtime = NULL;
 }
 
 int tessera_set_threads(int n, char *err, size_t err_len)
@@ -72,36 +367,29 @@ int tessera_set_threads(int n, char *err, size_t err_len)
     int resolved;
     if (tsr_threads_resolve(n, &resolved, err, err_len) != 0)
         return -1;
-    pthread_mutex_lock(&rt.lock);
-    if (resolved == 0)
-        resolved = default_threads();
-    rt.threads = resolved;
-    forget_plan();
-    pthread_mutex_unlock(&rt.lock);
-#ifdef _OPENMP
-    omp_set_num_threads(resolved);
-#endif
+    pthread_mutex_lock(&defaults.lock);
+    defaults.threads = resolved ? resolved : default_threads(defaults.use_smt);
+    forget_default_runtime();
+    pthread_mutex_unlock(&defaults.lock);
     return 0;
 }
 
 int tessera_threads(void)
 {
-    pthread_mutex_lock(&rt.lock);
-    int n = rt.threads;
-    pthread_mutex_unlock(&rt.lock);
+    pthread_mutex_lock(&defaults.lock);
+    int n = defaults.threads;
+    pthread_mutex_unlock(&defaults.lock);
     if (n == 0) {
         if (tessera_set_threads(0, NULL, 0) != 0)
             tessera_set_threads(1, NULL, 0);
-        pthread_mutex_lock(&rt.lock);
-        n = rt.threads;
-        pthread_mutex_unlock(&rt.lock);
+        pthread_mutex_lock(&defaults.lock);
+        n = defaults.threads;
+        pthread_mutex_unlock(&defaults.lock);
     }
     return n;
 }
 
-int tsr_team_threads(void) { return tessera_threads(); }
-
-/* TESSERA_NUMA when tessera_set_placement gave no policy. */
+/* TESSERA_NUMA, else auto. */
 static int numa_from_env(tsr_numa_policy *policy, char *err, size_t err_len)
 {
     const char *env = getenv("TESSERA_NUMA");
@@ -109,15 +397,17 @@ static int numa_from_env(tsr_numa_policy *policy, char *err, size_t err_len)
     if (!env || !*env)
         return 0;
     if (tsr_numa_policy_parse(env, policy, err, err_len) != 0)
-        return tsr_fail_prefix(err, err_len, "TESSERA_NUMA");
+        return tsr_fail_prefix(TESSERA_ERR_INPUT, err, err_len, "TESSERA_NUMA");
     return 0;
 }
 
-/* The policy tessera_set_placement chose, else TESSERA_NUMA's. */
-static int numa_policy(tsr_numa_policy *policy, char *err, size_t err_len)
+int tsr_default_numa_policy(tsr_numa_policy *policy, char *err, size_t err_len)
 {
-    *policy = rt.numa;
-    return rt.numa_set ? 0 : numa_from_env(policy, err, err_len);
+    pthread_mutex_lock(&defaults.lock);
+    int set = defaults.numa_set;
+    *policy = defaults.numa;
+    pthread_mutex_unlock(&defaults.lock);
+    return set ? 0 : numa_from_env(policy, err, err_len);
 }
 
 int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len)
@@ -126,114 +416,46 @@ int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_l
     if (numa ? tsr_numa_policy_parse(numa, &policy, err, err_len)
              : numa_from_env(&policy, err, err_len))
         return -1;
-    pthread_mutex_lock(&rt.lock);
-    rt.numa = policy;
-    rt.numa_set = 1;
-    rt.use_smt = use_smt != 0;
-    forget_plan();
     /* Read the topology now, so that a bad TESSERA_TOPOLOGY is reported
      * here rather than in the middle of loading a model. */
-    int rc = rt.topo ? 0 : load_topology(&rt.topo, err, err_len);
-    if (rc != 0 && !getenv("TESSERA_TOPOLOGY")) {
-        rt.topo = NULL; /* no hwloc view of this machine: plans are unbound */
-        rc = 0;
-    }
-    pthread_mutex_unlock(&rt.lock);
-    return rc;
-}
-
-/* The topology to place on: this machine's, or TESSERA_TOPOLOGY (an hwloc
- * synthetic description such as "pack:2 numa:1 core:8 pu:2", or an XML file)
- * to see or test the plan of another machine; threads then stay unbound. */
-static int load_topology(tsr_topology **topo, char *err, size_t err_len)
-{
-    const char *what = getenv("TESSERA_TOPOLOGY");
-    if (!what || !*what)
-        return tsr_topology_load_system(topo, err, err_len);
-    int rc = strchr(what, ':') ? tsr_topology_load_synthetic(what, topo, err, err_len)
-                               : tsr_topology_load_xml(what, topo, err, err_len);
-    return rc != 0 ? tsr_fail_prefix(err, err_len, "TESSERA_TOPOLOGY") : 0;
-}
-
-/* Each thread of the pool binds itself once; a refusal is noted, not fatal. */
-static void bind_pool(void)
-{
-    int n = rt.plan.n_threads;
-    rt.bind_note[0] = '\0';
-    if (!rt.plan.bound || getenv("TESSERA_TOPOLOGY"))
-        return;
-#pragma omp parallel num_threads(n)
-    {
-        char msg[200];
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        if (tsr_placement_bind_thread(rt.topo, &rt.plan, t, msg, sizeof msg) < 0) {
-#pragma omp critical(tsr_bind_note)
-            if (!rt.bind_note[0])
-                snprintf(rt.bind_note, sizeof rt.bind_note, "thread %d not bound: %s", t, msg);
-        }
-    }
-}
-
-static int make_plan(uint64_t weight_bytes, char *err, size_t err_len)
-{
-    char why[256];
-    tsr_placement_request req = {.threads = rt.threads, .use_smt = rt.use_smt,
-                                 .weight_bytes = weight_bytes};
-    if (numa_policy(&req.numa, err, err_len) != 0)
+    const tsr_topology *topo;
+    if (tsr_machine_topology(&topo, err, err_len) != 0)
         return -1;
-    if (!rt.topo && load_topology(&rt.topo, why, sizeof why) != 0) {
-        if (getenv("TESSERA_TOPOLOGY"))
-            return tsr_fail(err, err_len, "%s", why);
-        rt.topo = NULL;
-    }
-    int rc = rt.topo ? tsr_placement_plan(rt.topo, &req, &rt.plan, err, err_len)
-                     : tsr_placement_plan_unbound(&req, why, &rt.plan, err, err_len);
-    if (rc != 0)
-        return -1;
-    rt.copy_of_thread = malloc((size_t)rt.plan.n_threads * sizeof *rt.copy_of_thread);
-    if (!rt.copy_of_thread) {
-        tsr_placement_free(&rt.plan);
-        return tsr_fail(err, err_len, "out of memory for the placement plan");
-    }
-    for (int t = 0; t < rt.plan.n_threads; t++)
-        rt.copy_of_thread[t] = rt.plan.groups[rt.plan.threads[t].group].copy;
-    rt.have_plan = 1;
-    bind_pool();
+    pthread_mutex_lock(&defaults.lock);
+    defaults.numa = policy;
+    defaults.numa_set = 1;
+    defaults.use_smt = use_smt != 0;
+    forget_default_runtime();
+    pthread_mutex_unlock(&defaults.lock);
     return 0;
 }
 
-const tsr_placement *tsr_runtime_placement(uint64_t weight_bytes, const tsr_topology **topo,
-                                           char *err, size_t err_len)
+tessera_runtime *tsr_default_runtime(char *err, size_t err_len)
 {
-    tessera_threads();
-    pthread_mutex_lock(&rt.lock);
-    int rc = rt.have_plan ? 0 : make_plan(weight_bytes, err, err_len);
-    *topo = rt.topo;
-    pthread_mutex_unlock(&rt.lock);
-    return rc == 0 ? &rt.plan : NULL;
-}
-
-int tsr_thread_copy(int thread)
-{
-    return rt.have_plan && thread < rt.plan.n_threads ? rt.copy_of_thread[thread] : 0;
+    /* Both take the lock themselves: asked before it is held. */
+    int threads = tessera_threads();
+    tsr_numa_policy policy;
+    if (tsr_default_numa_policy(&policy, err, err_len) != 0)
+        return NULL;
+    pthread_mutex_lock(&defaults.lock);
+    if (!defaults.runtime) {
+        tessera_runtime_options o;
+        tessera_runtime_options_init(&o);
+        o.threads = threads;
+        o.use_smt = defaults.use_smt;
+        o.numa = tsr_numa_policy_name(policy);
+        if (tessera_runtime_create(&o, &defaults.runtime, err, err_len) != 0)
+            defaults.runtime = NULL;
+    }
+    tessera_runtime *rt = defaults.runtime;
+    pthread_mutex_unlock(&defaults.lock);
+    return rt;
 }
 
 int tessera_describe_placement(char *buf, size_t len, char *err, size_t err_len)
 {
-    const tsr_topology *topo;
-    const tsr_placement *plan = tsr_runtime_placement(0, &topo, err, err_len);
-    if (!plan)
+    tessera_runtime *rt = tsr_default_runtime(err, err_len);
+    if (!rt)
         return -1;
-    pthread_mutex_lock(&rt.lock);
-    tsr_placement_describe(topo, plan, buf, len);
-    if (rt.bind_note[0]) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", used && buf[used - 1] != '\n' ? "\n" : "",
-                 rt.bind_note);
-    }
-    pthread_mutex_unlock(&rt.lock);
-    return 0;
+    return tessera_runtime_describe(rt, buf, len);
 }

@@ -299,7 +299,7 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
     byte_span *spans = calloc(n + 1, sizeof *spans);
     if (!st->tensors || !spans) {
         free(spans);
-        return tsr_fail(err, err_len, "out of memory reading the header (%zu entries)", n);
+        return tsr_fail_oom(err, err_len, "out of memory reading the header (%zu entries)", n);
     }
     const char *key;
     const json_t *value;
@@ -313,7 +313,7 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
             span->tensor = st->n_tensors++;
             t->name = strdup(key);
             rc = t->name ? parse_entry(key, value, data, data_len, t, span, err, err_len)
-                         : tsr_fail(err, err_len, "out of memory");
+                         : tsr_fail_oom(err, err_len, "out of memory");
         }
         if (rc != 0)
             break;
@@ -359,13 +359,11 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
 int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len)
 {
     memset(st, 0, sizeof *st);
-    if (map_file(path, st, err, err_len) != 0)
-        return -1;
-    if (read_header(st, err, err_len) != 0) {
+    TSR_TRY(map_file(path, st, err, err_len));
+    int rc = read_header(st, err, err_len);
+    if (rc != 0)
         tsr_safetensors_close(st);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 const tsr_tensor_info *tsr_safetensors_find(const tsr_safetensors *st, const char *name)

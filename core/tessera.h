@@ -2,17 +2,26 @@
  * tessera: CPU inference for the encoder-decoder Transformer (Vaswani et al.).
  *
  * Conventions for every function below:
- *  - Errors: functions returning int return 0 on success and -1 on error; on
- *    error they write a one-line, NUL-terminated message naming the culprit
- *    (key, tensor, sentence) into err (at most err_len bytes, truncated if
- *    need be; err may be NULL when err_len is 0). Nothing is leaked on error.
+ *  - Errors: functions returning int return 0 on success and a negative
+ *    tessera_status on error; on error they write a one-line, NUL-terminated
+ *    message naming the culprit (key, tensor, sentence) into err (at most
+ *    err_len bytes, truncated if need be; err may be NULL when err_len is 0).
+ *    Nothing is leaked on error. The functions older than the status codes
+ *    (tessera_model_load, tessera_model_random, tessera_translate,
+ *    tessera_score, tessera_set_threads, tessera_set_placement,
+ *    tessera_describe_placement, tessera_compute_type_parse) return -1 for
+ *    every error, as they always have; their *_with forms and every newer
+ *    function return the status that tells the kind.
  *  - Ownership: memory a function returns is owned by the caller and released
  *    with the matching *_free function. Inputs are borrowed for the call only.
- *  - Threads: a loaded model is immutable. Any number of threads may call
- *    tessera_translate / tessera_score on the same model at once; each call
- *    allocates its own working state. tessera_model_free must not race with
- *    them. Each call itself uses the library's thread pool (see
- *    tessera_set_threads).
+ *  - Threads: a loaded model is immutable and may be shared by any number of
+ *    runtimes and threads; tessera_model_free must not race with calls on it.
+ *    Work runs on a runtime (tessera_runtime below): threads of the library's
+ *    own, bound to their cores, never the caller's (whose CPU affinity the
+ *    library never changes). A runtime runs one call at a time: any number
+ *    of threads may call it, and their calls queue. Several runtimes run at
+ *    once. The functions that take no runtime use a default one, made on
+ *    first use from tessera_set_threads / tessera_set_placement.
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -23,6 +32,29 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of this library: TESSERA_VERSION at build time, and the one
+ * linked at run time ("0.1.0"), which may be newer. */
+#define TESSERA_VERSION_MAJOR 0
+#define TESSERA_VERSION_MINOR 1
+#define TESSERA_VERSION_PATCH 0
+#define TESSERA_VERSION "0.1.0"
+const char *tessera_version(void);
+
+/* What kind of failure an error was; the message says what failed. */
+typedef enum tessera_status {
+    TESSERA_OK = 0,
+    TESSERA_ERR_INPUT = -1,    /* bad input: a model file, a sentence, an option, the
+                                  environment (TESSERA_*): the message names it */
+    TESSERA_ERR_NOMEM = -2,    /* an allocation failed; nothing was leaked, and the
+                                  model and runtime stay usable */
+    TESSERA_ERR_INTERNAL = -3, /* the system refused what should work (a thread),
+                                  or a bug: please report it with the message */
+} tessera_status;
+
+/* "ok", "bad input", "out of memory", "internal error" ("unknown status"
+ * for anything else). */
+const char *tessera_status_name(int status);
 
 typedef enum tessera_activation {
     TESSERA_RELU = 0,
@@ -42,6 +74,11 @@ typedef struct tessera_config {
     int scale_embedding; /* multiply token embeddings by sqrt(d_model) */
     int bos_id, eos_id, pad_id, unk_id;
 } tessera_config;
+
+/* Every field at config.json's default (INTERFACE.md), the required sizes
+ * (d_model, n_heads, d_ff, layers, vocabulary sizes) at 0 for the caller to
+ * set. */
+void tessera_config_defaults(tessera_config *config);
 
 typedef struct tessera_model tessera_model;
 
@@ -67,9 +104,14 @@ int tessera_compute_type_parse(const char *name, tessera_compute_type *type, cha
  * the fields wanted: fields added later start at their defaults there. */
 typedef struct tessera_load_options {
     tessera_compute_type compute_type;
+    /* Where the packed weights live on a NUMA machine: "replicate" (a
+     * read-only copy on each node with allowed cores; each runtime thread
+     * reads its node's), "interleave", "local", "off", "auto", or NULL for
+     * tessera_set_placement's policy, else TESSERA_NUMA's, else auto. */
+    const char *numa;
 } tessera_load_options;
 
-/* Defaults: compute_type TESSERA_COMPUTE_DEFAULT. */
+/* Defaults: compute_type TESSERA_COMPUTE_DEFAULT, numa NULL. */
 void tessera_load_options_init(tessera_load_options *options);
 
 /* Loads MODEL_DIR (config.json + model.safetensors). The weights file is
@@ -106,25 +148,75 @@ size_t tessera_model_weight_bytes(const tessera_model *model);
  * in err when TESSERA_ISA names a set this build or CPU cannot run. */
 const char *tessera_kernel_set(char *err, size_t err_len);
 
-/* Threads used by later calls: n >= 1, or 0 for the default (TESSERA_NUM_THREADS,
- * then OMP_NUM_THREADS, then one per core this process may run on). Not
- * thread-safe: call it before loading models. */
+/* ---- Runtimes --------------------------------------------------------------
+ *
+ * A runtime is an execution context: a team of threads of its own (its
+ * leader thread and K - 1 more), bound to cores of their own, the weight
+ * copy each reads on a NUMA machine, and their reusable scratch memory. The
+ * model stays separate and immutable, so N runtimes of K threads can serve
+ * one model at once: CTranslate2's inter_threads x intra_threads. A server
+ * makes the N runtimes with workers = N and worker = 0 .. N-1, so that their
+ * threads share the machine's cores without overlapping (workers are spread
+ * over NUMA nodes, each reading its node's copy of the weights when the
+ * model was loaded with one per node). Results do not depend on the runtime:
+ * any runtime gives the same bits for the same model, input and options. */
+typedef struct tessera_runtime tessera_runtime;
+
+typedef struct tessera_runtime_options {
+    int threads;      /* K threads of this runtime; 0: TESSERA_NUM_THREADS, then
+                         OMP_NUM_THREADS, then the allowed cores shared among the
+                         workers */
+    int workers;      /* how many runtimes share the machine (0 or 1: this one) */
+    int worker;       /* which of them this one is, 0 .. workers - 1 */
+    const char *numa; /* "auto", "replicate", "interleave", "local", "off", or NULL
+                         for TESSERA_NUMA: the policy whose plan places the threads */
+    int use_smt;      /* with threads 0: count hardware threads, not cores */
+} tessera_runtime_options;
+
+/* Defaults: threads 0, workers 1, worker 0, numa NULL, use_smt 0. */
+void tessera_runtime_options_init(tessera_runtime_options *options);
+
+/* Makes a runtime and starts its threads; options NULL means the defaults.
+ * The calling thread is not bound. Errors: a bad option or environment
+ * variable (TESSERA_ERR_INPUT), memory (TESSERA_ERR_NOMEM), a thread the
+ * system would not start (TESSERA_ERR_INTERNAL). */
+int tessera_runtime_create(const tessera_runtime_options *options, tessera_runtime **runtime,
+                           char *err, size_t err_len);
+
+/* Stops the runtime's threads and releases it; NULL is accepted. Must not
+ * race with calls on it. */
+void tessera_runtime_free(tessera_runtime *runtime);
+
+/* The runtime's threads: how many, and a few lines on where they run (its
+ * worker among the plan's, cores, NUMA nodes, the weight policy). */
+int tessera_runtime_threads(const tessera_runtime *runtime);
+int tessera_runtime_describe(const tessera_runtime *runtime, char *buf, size_t len);
+
+/* ---- Process-wide defaults -------------------------------------------------
+ *
+ * The settings of the default runtime (the one behind tessera_translate and
+ * tessera_score) and of model loads. None is thread-safe: call them before
+ * loading models and making runtimes; a change makes the default runtime
+ * anew on its next use. */
+
+/* Threads of the default runtime: n >= 1, or 0 for the default
+ * (TESSERA_NUM_THREADS, then OMP_NUM_THREADS, then one per core this process
+ * may run on). */
 int tessera_set_threads(int n, char *err, size_t err_len);
 int tessera_threads(void);
 
-/* Where threads run and weights live, for the models loaded after the call.
- * numa: "replicate" (a read-only copy of the packed weights on each NUMA node
- * that runs threads, each thread reading its node's copy), "interleave",
- * "local", "off", "auto" (chosen from the topology and the model size), or
- * NULL for TESSERA_NUMA, else auto. use_smt: with the default thread count,
- * one thread per hardware thread instead of one per core (call this before
- * tessera_set_threads). Threads are bound one per core from inside the pool.
- * Errors name TESSERA_NUMA or TESSERA_TOPOLOGY when those are malformed.
- * Not thread-safe: call before loading models. */
+/* Where threads run and weights live. numa, for the models loaded after the
+ * call (and the default runtime's plan): "replicate" (a read-only copy of the
+ * packed weights on each NUMA node with allowed cores, each thread reading its
+ * node's copy), "interleave", "local", "off", "auto" (chosen from the
+ * topology and the model size), or NULL for TESSERA_NUMA, else auto. use_smt:
+ * with the default thread count, one thread per hardware thread instead of
+ * one per core (call this before tessera_set_threads). Errors name
+ * TESSERA_NUMA or TESSERA_TOPOLOGY when those are malformed. */
 int tessera_set_placement(const char *numa, int use_smt, char *err, size_t err_len);
 
-/* A few lines describing the plan: threads -> cores -> NUMA nodes, weight
- * copies per node, the policy and why. */
+/* A few lines describing the default runtime's plan: threads -> cores -> NUMA
+ * nodes, weight copies per node, the policy and why. */
 int tessera_describe_placement(char *buf, size_t len, char *err, size_t err_len);
 
 /* A sequence of token ids (borrowed). */
@@ -154,26 +246,67 @@ typedef struct tessera_hypothesis {
     double score;
 } tessera_hypothesis;
 
-/* Translates n source sentences. On success *out holds n * n_best hypotheses,
- * sentence by sentence, best first; release with tessera_hypotheses_free.
- * Results do not depend on options->batch or the thread count. An id out of
- * range, an empty or over-long sentence is an error naming the sentence
- * (counted from 1). */
+/* Translates n source sentences on `runtime`. On success *out holds
+ * n * n_best hypotheses, sentence by sentence, best first; release with
+ * tessera_hypotheses_free. Results do not depend on options->batch, the
+ * runtime or its thread count. An id out of range, an empty or over-long
+ * sentence is an error naming the sentence (counted from 1). */
+int tessera_translate_with(tessera_runtime *runtime, const tessera_model *model,
+                           const tessera_tokens *src, size_t n,
+                           const tessera_translate_options *options, tessera_hypothesis **out,
+                           char *err, size_t err_len);
+
+/* The same on the default runtime; -1 on any error. */
 int tessera_translate(const tessera_model *model, const tessera_tokens *src, size_t n,
                       const tessera_translate_options *options, tessera_hypothesis **out,
                       char *err, size_t err_len);
 
 void tessera_hypotheses_free(tessera_hypothesis *h, size_t count);
 
-/* Teacher-forced scoring: for each pair, the decoder is fed [bos] + tgt and
- * logprobs receives the natural-log probabilities of each tgt token and then
- * of eos: tgt[i].len + 1 values. On success *out is an array of n arrays
- * (release with tessera_scores_free). */
+typedef struct tessera_score_options {
+    int batch; /* pairs scored together, >= 1 */
+} tessera_score_options;
+
+/* Defaults: batch 1. */
+void tessera_score_options_init(tessera_score_options *options);
+
+/* Teacher-forced scoring on `runtime`: for each pair, the decoder is fed
+ * [bos] + tgt and logprobs receives the natural-log probabilities of each tgt
+ * token and then of eos: tgt[i].len + 1 values. On success *out is an array
+ * of n arrays (release with tessera_scores_free). Results do not depend on
+ * the batch or the runtime. */
+int tessera_score_with(tessera_runtime *runtime, const tessera_model *model,
+                       const tessera_tokens *src, const tessera_tokens *tgt, size_t n,
+                       const tessera_score_options *options, float ***out, char *err,
+                       size_t err_len);
+
+/* The same on the default runtime with options.batch = batch; -1 on any
+ * error. */
 int tessera_score(const tessera_model *model, const tessera_tokens *src,
                   const tessera_tokens *tgt, size_t n, int batch, float ***out, char *err,
                   size_t err_len);
 
 void tessera_scores_free(float **scores, size_t n);
+
+typedef struct tessera_encode_options {
+    int batch; /* sentences encoded together, >= 1 */
+} tessera_encode_options;
+
+/* Defaults: batch 1. */
+void tessera_encode_options_init(tessera_encode_options *options);
+
+/* The encoder alone on `runtime` (encoder-only use): out[i] receives
+ * src[i].len x d_model floats, the encoder's output for each token of
+ * sentence i (after the final encoder norm when the model has one), row by
+ * row. On success *out is an array of n arrays, released with
+ * tessera_encodings_free. Results do not depend on the batch or the
+ * runtime. */
+int tessera_encode_with(tessera_runtime *runtime, const tessera_model *model,
+                        const tessera_tokens *src, size_t n,
+                        const tessera_encode_options *options, float ***out, char *err,
+                        size_t err_len);
+
+void tessera_encodings_free(float **vectors, size_t n);
 
 #ifdef __cplusplus
 }

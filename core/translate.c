@@ -41,9 +41,10 @@ size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options 
     return o->max_len >= 0 && (size_t)o->max_len < limit ? (size_t)o->max_len : limit;
 }
 
-int tsr_source_batch_encode(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n,
                             tsr_source_batch *b, char *err, size_t err_len)
 {
+    const tessera_model *m = ex->m;
     memset(b, 0, sizeof *b);
     b->packing.n = n;
     b->packing.row0 = calloc(n, sizeof(size_t));
@@ -58,15 +59,15 @@ int tsr_source_batch_encode(const tessera_model *m, const tessera_tokens *src, s
     b->memory = tsr_alloc_floats(b->packing.rows * m->d);
     if (!b->memory)
         goto oom;
-    if (tsr_encode(m, src, &b->packing, b->memory, err, err_len) != 0 ||
-        tsr_cross_memory_build(m, b->memory, &b->packing, &b->cross, err, err_len) != 0) {
+    int rc = tsr_encode(ex, src, &b->packing, b->memory, err, err_len);
+    if (rc == 0)
+        rc = tsr_cross_memory_build(ex, b->memory, &b->packing, &b->cross, err, err_len);
+    if (rc != 0)
         tsr_source_batch_free(m, b);
-        return -1;
-    }
-    return 0;
+    return rc;
 oom:
     tsr_source_batch_free(m, b);
-    return tsr_fail(err, err_len, "out of memory encoding %zu sentences", n);
+    return tsr_fail_oom(err, err_len, "out of memory encoding %zu sentences", n);
 }
 
 void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b)
@@ -104,29 +105,61 @@ void tessera_hypotheses_free(tessera_hypothesis *h, size_t count)
     free(h);
 }
 
+typedef struct translate_job {
+    const tessera_tokens *src;
+    size_t n;
+    const tessera_translate_options *o;
+    tessera_hypothesis *h;
+} translate_job;
+
+/* On the runtime's threads: every batch of sentences in turn. */
+static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
+{
+    const translate_job *j = arg;
+    const size_t per = (size_t)j->o->n_best, batch = (size_t)j->o->batch;
+    for (size_t first = 0; first < j->n; first += batch) {
+        size_t count = j->n - first < batch ? j->n - first : batch;
+        TSR_TRY(j->o->beam == 1
+                    ? tsr_greedy(ex, j->src + first, count, j->o, j->h + first * per, err, err_len)
+                    : tsr_beam_search(ex, j->src + first, count, j->o, j->h + first * per, err,
+                                      err_len));
+    }
+    return 0;
+}
+
+int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const tessera_tokens *src,
+                           size_t n, const tessera_translate_options *o, tessera_hypothesis **out,
+                           char *err, size_t err_len)
+{
+    *out = NULL;
+    if (!rt || !m || !o)
+        return tsr_fail(err, err_len, "translate: %s is NULL",
+                        !rt ? "the runtime" : !m ? "the model" : "the options");
+    TSR_TRY(check_options(o, err, err_len));
+    TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
+                             0, err, err_len));
+    size_t per = (size_t)o->n_best;
+    tessera_hypothesis *h = calloc(n * per + 1, sizeof *h);
+    if (!h)
+        return tsr_fail_oom(err, err_len, "out of memory for %zu hypotheses", n * per);
+    translate_job job = {src, n, o, h};
+    int rc = tsr_runtime_run(rt, m, translate_all, &job, err, err_len);
+    if (rc != 0) {
+        tessera_hypotheses_free(h, n * per);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
 int tessera_translate(const tessera_model *m, const tessera_tokens *src, size_t n,
                       const tessera_translate_options *o, tessera_hypothesis **out, char *err,
                       size_t err_len)
 {
     *out = NULL;
-    if (check_options(o, err, err_len) != 0 ||
-        tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1, 0,
-                         err, err_len) != 0)
+    tessera_runtime *rt = tsr_default_runtime(err, err_len);
+    if (!rt)
         return -1;
-    size_t per = (size_t)o->n_best;
-    tessera_hypothesis *h = calloc(n * per + 1, sizeof *h);
-    if (!h)
-        return tsr_fail(err, err_len, "out of memory for %zu hypotheses", n * per);
-    for (size_t first = 0; first < n; first += (size_t)o->batch) {
-        size_t count = n - first < (size_t)o->batch ? n - first : (size_t)o->batch;
-        int rc = o->beam == 1
-                     ? tsr_greedy(m, src + first, count, o, h + first * per, err, err_len)
-                     : tsr_beam_search(m, src + first, count, o, h + first * per, err, err_len);
-        if (rc != 0) {
-            tessera_hypotheses_free(h, n * per);
-            return -1;
-        }
-    }
-    *out = h;
-    return 0;
+    /* The status codes are newer than this function: any error is -1. */
+    return tessera_translate_with(rt, m, src, n, o, out, err, err_len) != 0 ? -1 : 0;
 }

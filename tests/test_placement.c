@@ -38,7 +38,8 @@ static tsr_placement plan_of(const tsr_topology *topo, int threads, int use_smt,
                              tsr_numa_policy numa, uint64_t weight_bytes)
 {
     tsr_placement plan;
-    tsr_placement_request req = {threads, use_smt, numa, weight_bytes};
+    tsr_placement_request req = {.threads = threads, .use_smt = use_smt, .numa = numa,
+                                 .weight_bytes = weight_bytes};
     cr_assert_eq(tsr_placement_plan(topo, &req, &plan, err, sizeof err), 0, "%s", err);
     return plan;
 }
@@ -81,7 +82,7 @@ Test(unbound, zero_threads_means_the_cpus_this_process_may_use)
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
     tsr_placement plan;
-    tsr_placement_request req = {0, 0, TSR_NUMA_AUTO, 0};
+    tsr_placement_request req = {.numa = TSR_NUMA_AUTO};
     cr_assert_eq(tsr_placement_plan_unbound(&req, "built without hwloc", &plan, err, sizeof err), 0);
     cr_expect_eq(plan.n_threads, CPU_COUNT(&set));
     cr_expect_str_eq(plan.reason, "unbound: built without hwloc");
@@ -91,7 +92,7 @@ Test(unbound, zero_threads_means_the_cpus_this_process_may_use)
 Test(unbound, bad_thread_counts_and_policy_names_are_errors)
 {
     tsr_placement plan;
-    tsr_placement_request req = {-1, 0, TSR_NUMA_AUTO, 0};
+    tsr_placement_request req = {.threads = -1, .numa = TSR_NUMA_AUTO};
     cr_expect_eq(tsr_placement_plan(NULL, &req, &plan, err, sizeof err), -1);
     expect_contains(err, "-1 threads");
     req.threads = 5000;

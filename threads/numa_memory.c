@@ -31,7 +31,7 @@ int tsr_numa_alloc_plain(size_t bytes, tsr_numa_block *out, char *err, size_t er
     memset(out, 0, sizeof *out);
     out->data = tsr_alloc(bytes ? bytes : 1, 1);
     if (!out->data)
-        return tsr_fail(err, err_len, "out of memory allocating %zu bytes", bytes);
+        return tsr_fail_oom(err, err_len, "out of memory allocating %zu bytes", bytes);
     out->bytes = bytes;
     note_where(out, "plain");
     return 0;
@@ -81,7 +81,7 @@ static int alloc_bound(const tsr_topology *topo, const int *nodes, int n, int in
     hwloc_topology_t t = (hwloc_topology_t)topo->hwloc;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
-        return tsr_fail(err, err_len, "out of memory allocating %zu bytes", bytes);
+        return tsr_fail_oom(err, err_len, "out of memory allocating %zu bytes", bytes);
     for (int i = 0; i < n; i++)
         hwloc_bitmap_set(set, (unsigned)topo->nodes[nodes[i]].os_index);
     hwloc_membind_policy_t policy = interleave ? HWLOC_MEMBIND_INTERLEAVE : HWLOC_MEMBIND_BIND;
@@ -160,7 +160,7 @@ int tsr_numa_alloc_copy(const tsr_topology *topo, const tsr_placement *plan, int
         return tsr_numa_alloc_plain(bytes, out, err, err_len);
     int *nodes = malloc((size_t)plan->n_groups * sizeof *nodes);
     if (!nodes)
-        return tsr_fail(err, err_len, "out of memory allocating %zu bytes", bytes);
+        return tsr_fail_oom(err, err_len, "out of memory allocating %zu bytes", bytes);
     for (int g = 0; g < plan->n_groups; g++)
         nodes[g] = plan->groups[g].node;
     int rc = tsr_numa_alloc_interleaved(topo, nodes, plan->n_groups, bytes, out, err, err_len);

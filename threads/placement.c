@@ -46,6 +46,10 @@ static int plan_alloc(tsr_placement *plan, int n_threads, int n_groups, int n_co
     plan->n_threads = n_threads;
     plan->n_groups = n_groups;
     plan->n_copies = n_copies;
+    if (plan->n_workers == 0) {
+        plan->n_workers = 1;
+        plan->threads_per_worker = n_threads;
+    }
     plan->threads = calloc((size_t)n_threads, sizeof *plan->threads);
     plan->groups = calloc((size_t)n_groups, sizeof *plan->groups);
     plan->copies = calloc((size_t)n_copies, sizeof *plan->copies);
@@ -55,16 +59,43 @@ static int plan_alloc(tsr_placement *plan, int n_threads, int n_groups, int n_co
     return -1;
 }
 
+/* Checks the request's counts; *workers gets the worker count (at least 1). */
+static int check_request(const tsr_placement_request *req, int *workers, char *err,
+                         size_t err_len)
+{
+    if (req->threads < 0 || req->threads > MAX_THREADS)
+        return tsr_fail(err, err_len, "%d threads: expected 0 (automatic) to %d", req->threads,
+                        MAX_THREADS);
+    if (req->workers < 0 || req->workers > MAX_THREADS)
+        return tsr_fail(err, err_len, "%d workers: expected 1 to %d", req->workers, MAX_THREADS);
+    *workers = req->workers > 0 ? req->workers : 1;
+    if (req->threads > 0 && (long)*workers * req->threads > MAX_THREADS)
+        return tsr_fail(err, err_len, "%d workers x %d threads: more than %d threads in all",
+                        *workers, req->threads, MAX_THREADS);
+    return 0;
+}
+
+/* Threads per worker: the request's, or `available` (cores or PUs) shared
+ * among the workers, at least one each. */
+static int threads_per_worker(const tsr_placement_request *req, int workers, int available)
+{
+    if (req->threads > 0)
+        return req->threads;
+    return available / workers > 0 ? available / workers : 1;
+}
+
 int tsr_placement_plan_unbound(const tsr_placement_request *req, const char *why,
                                tsr_placement *plan, char *err, size_t err_len)
 {
     memset(plan, 0, sizeof *plan);
-    if (req->threads < 0 || req->threads > MAX_THREADS)
-        return tsr_fail(err, err_len, "%d threads: expected 0 (automatic) to %d", req->threads,
-                        MAX_THREADS);
-    int n = req->threads > 0 ? req->threads : tsr_threads_allowed_cpus();
+    int workers;
+    TSR_TRY(check_request(req, &workers, err, err_len));
+    int per = threads_per_worker(req, workers, tsr_threads_allowed_cpus());
+    int n = workers * per;
+    plan->n_workers = workers;
+    plan->threads_per_worker = per;
     if (plan_alloc(plan, n, 1, 1) != 0)
-        return tsr_fail(err, err_len, "placement: out of memory");
+        return tsr_fail_oom(err, err_len, "placement: out of memory");
     for (int i = 0; i < n; i++)
         plan->threads[i] = (tsr_thread_place){.pu_os = -1, .pu = -1, .core = -1, .node = -1};
     plan->groups[0] = (tsr_thread_group){.node = -1, .first_thread = 0, .n_threads = n};
@@ -230,7 +261,7 @@ static int make_copies(tsr_placement *plan, char *err, size_t err_len)
     plan->n_copies = n;
     plan->copies = calloc((size_t)n, sizeof *plan->copies);
     if (!plan->copies)
-        return tsr_fail(err, err_len, "placement: out of memory");
+        return tsr_fail_oom(err, err_len, "placement: out of memory");
     for (int g = 0; g < plan->n_groups; g++) {
         plan->groups[g].copy = plan->policy == TSR_NUMA_REPLICATE ? g : 0;
         if (plan->policy == TSR_NUMA_REPLICATE)
@@ -300,8 +331,28 @@ static void write_notes(const tsr_topology *topo, tsr_placement *plan, int use_s
         add_note(plan, "oversubscribed: %d threads on %d PUs", plan->n_threads, pus);
 }
 
-/* Threads per node, then each node's PUs; groups in node order. */
-static int place_threads(const tsr_topology *topo, tsr_placement *plan, int by_pus)
+/* `per` (a worker's threads) when every node with allowed cores has room for
+ * them (per cores, or per PUs when placing by PUs), so that whole workers go
+ * to nodes; else 1. */
+static int worker_unit(const tsr_topology *topo, int per, int by_pus)
+{
+    int *room = calloc((size_t)topo->n_nodes, sizeof *room);
+    if (!room)
+        return 1;
+    for (int c = 0; c < topo->n_cores; c++)
+        if (topo->cores[c].node >= 0 && topo->cores[c].n_allowed_pus > 0)
+            room[topo->cores[c].node] += by_pus ? topo->cores[c].n_allowed_pus : 1;
+    int unit = per;
+    for (int k = 0; k < topo->n_nodes; k++)
+        if (room[k] > 0 && room[k] < per)
+            unit = 1;
+    free(room);
+    return unit;
+}
+
+/* Threads per node, in whole units of `unit` threads (a worker's), then each
+ * node's PUs; groups in node order. */
+static int place_threads(const tsr_topology *topo, tsr_placement *plan, int by_pus, int unit)
 {
     int *weight = calloc((size_t)topo->n_nodes, sizeof *weight);
     int *share = calloc((size_t)topo->n_nodes, sizeof *share);
@@ -313,7 +364,9 @@ static int place_threads(const tsr_topology *topo, tsr_placement *plan, int by_p
         for (int c = 0; c < topo->n_cores; c++)
             if (topo->cores[c].node >= 0 && topo->cores[c].n_allowed_pus > 0)
                 weight[topo->cores[c].node] += by_pus ? topo->cores[c].n_allowed_pus : 1;
-        split_proportionally(plan->n_threads, weight, topo->n_nodes, share);
+        split_proportionally(plan->n_threads / unit, weight, topo->n_nodes, share);
+        for (int k = 0; k < topo->n_nodes; k++)
+            share[k] *= unit;
         int next = 0;
         for (int k = 0; k < topo->n_nodes; k++) {
             if (share[k] == 0)
@@ -344,9 +397,8 @@ int tsr_placement_plan(const tsr_topology *topo, const tsr_placement_request *re
     if (!topo)
         return tsr_placement_plan_unbound(req, "no topology", plan, err, err_len);
     memset(plan, 0, sizeof *plan);
-    if (req->threads < 0 || req->threads > MAX_THREADS)
-        return tsr_fail(err, err_len, "%d threads: expected 0 (automatic) to %d", req->threads,
-                        MAX_THREADS);
+    int workers;
+    TSR_TRY(check_request(req, &workers, err, err_len));
     int cores = 0, pus = 0;
     for (int c = 0; c < topo->n_cores; c++)
         if (topo->cores[c].node >= 0 && topo->cores[c].n_allowed_pus > 0) {
@@ -355,17 +407,23 @@ int tsr_placement_plan(const tsr_topology *topo, const tsr_placement_request *re
         }
     if (cores == 0)
         return tsr_fail(err, err_len, "placement: %s has no allowed core", topo->source);
-    plan->n_threads = req->threads > 0 ? req->threads : req->use_smt ? pus : cores;
+    int per = threads_per_worker(req, workers, req->use_smt ? pus : cores);
+    plan->n_workers = workers;
+    plan->threads_per_worker = per;
+    plan->n_threads = workers * per;
     plan->bound = 1;
+    int by_pus = plan->n_threads > cores;
     plan->threads = calloc((size_t)plan->n_threads, sizeof *plan->threads);
-    if (!plan->threads || place_threads(topo, plan, plan->n_threads > cores) != 0) {
+    if (!plan->threads ||
+        place_threads(topo, plan, by_pus, worker_unit(topo, per, by_pus)) != 0) {
         tsr_placement_free(plan);
-        return tsr_fail(err, err_len, "placement: out of memory");
+        return tsr_fail_oom(err, err_len, "placement: out of memory");
     }
     choose_policy(topo, plan, req);
-    if (make_copies(plan, err, err_len) != 0) {
+    int rc = make_copies(plan, err, err_len);
+    if (rc != 0) {
         tsr_placement_free(plan);
-        return -1;
+        return rc;
     }
     write_notes(topo, plan, req->use_smt, req->threads, cores, pus);
     return 0;
@@ -460,6 +518,11 @@ void tsr_placement_describe(const tsr_topology *topo, const tsr_placement *plan,
             text_add(&t, "; weight copy %d\n", grp->copy);
         }
     }
+    if (plan->n_workers > 1)
+        text_add(&t, "workers: %d of %d thread%s each (worker w has threads w*%d to w*%d+%d)\n",
+                 plan->n_workers, plan->threads_per_worker,
+                 plan->threads_per_worker == 1 ? "" : "s", plan->threads_per_worker,
+                 plan->threads_per_worker, plan->threads_per_worker - 1);
     text_add(&t, "weights: %s, %d cop%s (", tsr_numa_policy_name(plan->policy), plan->n_copies,
              plan->n_copies == 1 ? "y" : "ies");
     for (int c = 0; c < plan->n_copies; c++) {

@@ -7,11 +7,18 @@
  * copy of its group: plan->groups[plan->threads[i].group].copy.
  *
  * The rules, so that a reader can predict a plan by hand:
- * - Threads: 0 requested means one per allowed core (one per allowed PU with
- *   use_smt; with an explicit count use_smt changes nothing). They are shared among the NUMA nodes that have allowed cores in
+ * - Workers and threads: `workers` teams (0 or 1: one) of `threads` threads
+ *   each; 0 threads means one per allowed core (one per allowed PU with
+ *   use_smt; with an explicit count use_smt changes nothing) divided among
+ *   the workers, at least one each. Worker w owns threads w*K .. w*K + K - 1
+ *   (K threads per worker) of the numbering below.
+ * - Threads are shared among the NUMA nodes that have allowed cores in
  *   proportion to each node's allowed cores (to its allowed PUs when more
  *   threads than cores are asked), largest remainder first, ties to the lower
- *   node. Each node's threads are numbered consecutively, nodes in order.
+ *   node, in whole workers (K threads at a time) when every such node has room
+ *   for a worker's threads (K cores, or K PUs), so that a worker stays on one
+ *   node; else thread by thread. Each node's threads are numbered
+ *   consecutively, nodes in order.
  * - Within a node, distinct cores come before SMT siblings: the first PU of
  *   each core, then the second, and so on. When a round is only partly used,
  *   its threads are spread evenly over it (position floor(j * m / n) of the m
@@ -51,7 +58,9 @@ const char *tsr_numa_policy_name(tsr_numa_policy policy);
 int tsr_numa_policy_parse(const char *name, tsr_numa_policy *policy, char *err, size_t err_len);
 
 typedef struct tsr_placement_request {
-    int threads;            /* 0: one per allowed core (per allowed PU with use_smt) */
+    int threads;            /* per worker; 0: the allowed cores (PUs with use_smt) divided
+                               among the workers */
+    int workers;            /* teams of `threads` threads; 0 or 1: one */
     int use_smt;            /* with threads == 0: one thread per PU, not per core */
     tsr_numa_policy numa;
     uint64_t weight_bytes;  /* size of one weight copy, for auto's choice */
@@ -85,7 +94,9 @@ typedef struct tsr_weight_copy {
 } tsr_weight_copy;
 
 typedef struct tsr_placement {
-    int n_threads;
+    int n_threads;              /* n_workers * threads_per_worker */
+    int n_workers;
+    int threads_per_worker;     /* worker w has threads w * this .. (w + 1) * this - 1 */
     int bound;                  /* 1 when threads have PUs to bind to */
     tsr_thread_place *threads;  /* n_threads entries */
     int n_groups;

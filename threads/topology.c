@@ -222,7 +222,7 @@ static int extract(hwloc_topology_t t, int is_system, const char *source, tsr_to
             tsr_topology_free(topo);
         else
             hwloc_topology_destroy(t);
-        return tsr_fail(err, err_len, "%s: out of memory reading the topology", source);
+        return tsr_fail_oom(err, err_len, "%s: out of memory reading the topology", source);
     }
     read_nodes(t, topo);
     read_cores_and_pus(t, allowed, topo);
@@ -291,7 +291,7 @@ int tsr_topology_restrict(tsr_topology *topo, const char *pu_list, char *err, si
 {
     hwloc_bitmap_t keep = hwloc_bitmap_alloc();
     if (!keep)
-        return tsr_fail(err, err_len, "restrict: out of memory");
+        return tsr_fail_oom(err, err_len, "restrict: out of memory");
     if (hwloc_bitmap_list_sscanf(keep, pu_list) != 0) {
         hwloc_bitmap_free(keep);
         return tsr_fail(err, err_len, "restrict: '%s' is not a PU list such as 0-3,8", pu_list);
@@ -322,7 +322,7 @@ int tsr_topology_bind_thread(const tsr_topology *topo, int pu_os, char *err, siz
                         pu_os, topo->source);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
-        return tsr_fail(err, err_len, "cannot bind to PU %d: out of memory", pu_os);
+        return tsr_fail_oom(err, err_len, "cannot bind to PU %d: out of memory", pu_os);
     hwloc_bitmap_only(set, (unsigned)pu_os);
     int rc = hwloc_set_cpubind((hwloc_topology_t)topo->hwloc, set, HWLOC_CPUBIND_THREAD);
     int saved = errno;
