@@ -143,6 +143,13 @@ const tessera_config *tessera_model_config(const tessera_model *model);
 /* Bytes of weights held (packed, float32). */
 size_t tessera_model_weight_bytes(const tessera_model *model);
 
+/* A few lines on this machine and what tessera uses on it: the CPU and its
+ * features, each kernel set and whether it runs here (and why not), the set
+ * chosen (TESSERA_ISA may force one), the int8 kernel, the hwloc topology.
+ * An error names TESSERA_ISA when it names a set this build or CPU cannot
+ * run. Always NUL-terminates buf. */
+int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len);
+
 /* The name of the kernel set in use ("scalar", "avx2", "avx512", "neon"),
  * chosen on first use (TESSERA_ISA may force it), or NULL with a message
  * in err when TESSERA_ISA names a set this build or CPU cannot run. */

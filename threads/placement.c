@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "threads/threads.h"
 
 #define MAX_THREADS 4096
@@ -440,26 +441,6 @@ int tsr_placement_bind_thread(const tsr_topology *topo, const tsr_placement *pla
     return tsr_topology_bind_thread(topo, plan->threads[thread].pu_os, err, err_len);
 }
 
-/* A bounded appender for the description. */
-typedef struct text {
-    char *buf;
-    size_t len, used;
-} text;
-
-static void text_add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void text_add(text *t, const char *fmt, ...)
-{
-    if (t->used + 1 >= t->len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(t->buf + t->used, t->len - t->used, fmt, ap);
-    va_end(ap);
-    if (w > 0)
-        t->used = t->used + (size_t)w < t->len ? t->used + (size_t)w : t->len - 1;
-}
-
 enum listed { LIST_CORES, LIST_PUS };
 
 static int listed_value(const tsr_thread_place *p, enum listed what)
@@ -469,7 +450,7 @@ static int listed_value(const tsr_thread_place *p, enum listed what)
 
 /* "0-7,16,18-19" for the cores or PUs of n threads: runs of consecutive values
  * joined, repeats of the previous value skipped (SMT siblings share a core). */
-static void text_ranges(text *t, const tsr_thread_place *threads, int n, enum listed what)
+static void text_ranges(tsr_text *t, const tsr_thread_place *threads, int n, enum listed what)
 {
     for (int i = 0; i < n;) {
         int start = listed_value(&threads[i], what), end = start, j = i + 1;
@@ -480,9 +461,9 @@ static void text_ranges(text *t, const tsr_thread_place *threads, int n, enum li
             end = v;
         }
         if (end == start)
-            text_add(t, "%s%d", i ? "," : "", start);
+            tsr_text_add(t, "%s%d", i ? "," : "", start);
         else
-            text_add(t, "%s%d-%d", i ? "," : "", start, end);
+            tsr_text_add(t, "%s%d-%d", i ? "," : "", start, end);
         i = j;
     }
 }
@@ -490,50 +471,56 @@ static void text_ranges(text *t, const tsr_thread_place *threads, int n, enum li
 void tsr_placement_describe(const tsr_topology *topo, const tsr_placement *plan, char *buf,
                             size_t len)
 {
-    text t = {buf, len, 0};
+    tsr_text t = {buf, len, 0};
     if (len == 0)
         return;
     buf[0] = '\0';
     if (!plan->bound || !topo) {
-        text_add(&t, "placement: %d thread%s, unbound\n", plan->n_threads,
+        tsr_text_add(&t, "placement: %d thread%s, unbound\n", plan->n_threads,
                  plan->n_threads == 1 ? "" : "s");
     } else {
-        text_add(&t, "placement: %d thread%s bound to PUs of %s\n", plan->n_threads,
+        tsr_text_add(&t, "placement: %d thread%s bound to PUs of %s\n", plan->n_threads,
                  plan->n_threads == 1 ? "" : "s", topo->source);
         for (int g = 0; g < plan->n_groups; g++) {
             const tsr_thread_group *grp = &plan->groups[g];
             const tsr_thread_place *first = &plan->threads[grp->first_thread];
             char mem[32];
             size_text(topo->nodes[grp->node].memory_bytes, mem, sizeof mem);
-            text_add(&t, "  node %d (%s): thread%s ", topo->nodes[grp->node].os_index, mem,
+            tsr_text_add(&t, "  node %d (%s): thread%s ", topo->nodes[grp->node].os_index, mem,
                      grp->n_threads == 1 ? "" : "s");
             if (grp->n_threads == 1)
-                text_add(&t, "%d", grp->first_thread);
+                tsr_text_add(&t, "%d", grp->first_thread);
             else
-                text_add(&t, "%d-%d", grp->first_thread, grp->first_thread + grp->n_threads - 1);
-            text_add(&t, " -> cores ");
+                tsr_text_add(&t, "%d-%d", grp->first_thread, grp->first_thread + grp->n_threads - 1);
+            tsr_text_add(&t, " -> cores ");
             text_ranges(&t, first, grp->n_threads, LIST_CORES);
-            text_add(&t, " -> PUs ");
+            tsr_text_add(&t, " -> PUs ");
             text_ranges(&t, first, grp->n_threads, LIST_PUS);
-            text_add(&t, "; weight copy %d\n", grp->copy);
+            tsr_text_add(&t, "; weight copy %d\n", grp->copy);
         }
     }
-    if (plan->n_workers > 1)
-        text_add(&t, "workers: %d of %d thread%s each (worker w has threads w*%d to w*%d+%d)\n",
-                 plan->n_workers, plan->threads_per_worker,
-                 plan->threads_per_worker == 1 ? "" : "s", plan->threads_per_worker,
-                 plan->threads_per_worker, plan->threads_per_worker - 1);
-    text_add(&t, "weights: %s, %d cop%s (", tsr_numa_policy_name(plan->policy), plan->n_copies,
+    if (plan->n_workers > 1) {
+        const int per = plan->threads_per_worker;
+        tsr_text_add(&t, "workers: %d x %d thread%s:", plan->n_workers, per, per == 1 ? "" : "s");
+        for (int w = 0; w < plan->n_workers && w < 16; w++)
+            if (per == 1)
+                tsr_text_add(&t, "%s worker %d -> thread %d", w ? ";" : "", w, w);
+            else
+                tsr_text_add(&t, "%s worker %d -> threads %d-%d", w ? ";" : "", w, w * per,
+                         w * per + per - 1);
+        tsr_text_add(&t, "%s\n", plan->n_workers > 16 ? "; ..." : "");
+    }
+    tsr_text_add(&t, "weights: %s, %d cop%s (", tsr_numa_policy_name(plan->policy), plan->n_copies,
              plan->n_copies == 1 ? "y" : "ies");
     for (int c = 0; c < plan->n_copies; c++) {
         const tsr_weight_copy *copy = &plan->copies[c];
-        text_add(&t, "%s", c ? ", " : "");
+        tsr_text_add(&t, "%s", c ? ", " : "");
         if (copy->kind == TSR_COPY_ON_NODE)
-            text_add(&t, "node %d", topo->nodes[copy->node].os_index);
+            tsr_text_add(&t, "node %d", topo->nodes[copy->node].os_index);
         else
-            text_add(&t, "%s", copy->kind == TSR_COPY_INTERLEAVED ? "interleaved" : "plain");
+            tsr_text_add(&t, "%s", copy->kind == TSR_COPY_INTERLEAVED ? "interleaved" : "plain");
     }
-    text_add(&t, "); %s\n", plan->reason);
+    tsr_text_add(&t, "); %s\n", plan->reason);
     if (plan->notes[0])
-        text_add(&t, "notes: %s\n", plan->notes);
+        tsr_text_add(&t, "notes: %s\n", plan->notes);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/cli.h"
+#include "cli/cli.h"
 
 typedef struct bench_options {
     const char *config; /* base, big, all; NULL: not given */
@@ -441,8 +441,6 @@ int cli_bench(int argc, char **argv)
         }
         any |= (size_t)case_selected(o.cases, cases[i].name);
     }
-    if (cli_apply_threads(o.threads, NULL, 0) != 0)
-        return 1;
     if (o.model)
         return bench_files(&o);
     if (base && bench_config("base", &o) != 0)

@@ -1,22 +1,28 @@
 /* The tessera command: shared pieces of the subcommands. */
-#ifndef TSR_CORE_CLI_H
-#define TSR_CORE_CLI_H
+#ifndef TSR_CLI_CLI_H
+#define TSR_CLI_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "core/tessera.h"
-#include "core/vocab.h"
+#include "cli/vocab.h"
 
 /* Prints "tessera: MESSAGE" as one line on stderr. Returns 1 (the exit status
  * for every error) so callers can `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* printf into err (when err_len > 0) and return -1: a message for the caller
+ * to prefix (with the line number, say) and print. */
+int cli_fail(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Options shared by translate and score (and some by bench). */
 typedef struct cli_options {
     const char *model_dir; /* as given to -m: a directory or an installed model's name */
-    int threads;
+    int workers;           /* --workers N: runtimes computing batches at once */
+    int threads;           /* --threads K: each worker's; 0: the default */
     const char *numa; /* NULL: TESSERA_NUMA, else auto */
     int smt;
     int batch;
@@ -32,8 +38,7 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
 
 /* Parses the flags of translate or score (`allowed` lists the long names the
  * command accepts besides -m/--model and --help). Returns 0 to go on, -1
- * after printing --help (exit 0), 1 after printing an error. Applies
- * --threads. */
+ * after printing --help (exit 0), 1 after printing an error. */
 int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
                       void (*usage)(FILE *));
 
@@ -43,19 +48,26 @@ int cli_parse_compute_type(const char *text, tessera_compute_type *out);
 /* Prints the --help lines of --compute-type. */
 void cli_usage_compute_type(FILE *f);
 
-/* Applies --threads (0 = default), --numa and --smt; prints an error on failure. */
-int cli_apply_threads(int threads, const char *numa, int smt);
+/* Prints the --help lines of --workers, --threads, --numa and --smt. */
+void cli_usage_threads(FILE *f);
+
+/* Makes runtime `worker` of `workers` (--threads, --numa, --smt as given);
+ * returns 0, or 1 after printing an error. */
+int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt);
 
 /* The model (and its vocabularies with --tokens), loaded for a subcommand. */
 typedef struct cli_model {
     tessera_model *model;
     const tessera_config *cfg;
-    tsr_vocab *src_vocab, *tgt_vocab; /* NULL without --tokens */
+    tessera_runtime **runtimes;       /* o->workers of them */
+    int n_runtimes;
+    cli_vocab *src_vocab, *tgt_vocab; /* NULL without --tokens */
     char dir[4096];                   /* the directory o->model_dir resolved to */
 } cli_model;
 
-/* Resolves o->model_dir (core/model_path.h) and loads the model from there,
- * with its vocabularies under --tokens; returns 0, or 1 after printing an error. */
+/* Resolves o->model_dir (cli/model_path.h) and loads the model from there,
+ * with its vocabularies under --tokens, and makes the workers' runtimes;
+ * returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
 void cli_model_close(cli_model *cm);
 
@@ -66,20 +78,6 @@ void cli_usage_model(FILE *f, const char *flag, const char *what);
 
 /* ---- Input lines -------------------------------------------------------- */
 
-/* Parses one input line into slot `index` of the caller's batch; on error
- * returns -1 with a message (without the line number) in err. */
-typedef int (*cli_parse_fn)(void *ctx, const char *line, size_t len, size_t index, char *err,
-                            size_t err_len);
-
-/* Processes and prints the n lines parsed into the caller's batch; returns 0,
- * or 1 after printing an error. */
-typedef int (*cli_process_fn)(void *ctx, size_t n);
-
-/* The loop of translate and score: batches of up to cap lines from stdin,
- * each parsed then processed; a bad line ends the run after the lines before
- * it are processed, with its message. Returns the exit status. */
-int cli_run_batches(size_t cap, cli_parse_fn parse, cli_process_fn process, void *ctx);
-
 /* A growable list of ids. */
 typedef struct cli_ids {
     int32_t *ids;
@@ -89,7 +87,7 @@ typedef struct cli_ids {
 /* Parses one sentence (ids, or tokens through vocab when vocab != NULL) and
  * checks each id against vocab_size. On error returns -1 with a message
  * (without the line number) in err. */
-int cli_parse_sentence(const char *text, size_t len, const tsr_vocab *vocab, int vocab_size,
+int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
                        int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
 
 /* ---- Output --------------------------------------------------------------- */
@@ -103,7 +101,7 @@ typedef struct cli_line {
 void cli_line_reset(cli_line *l);
 int cli_line_printf(cli_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends ids (or their tokens), space separated. */
-int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const tsr_vocab *vocab);
+int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *vocab);
 /* Writes the line and a newline to stdout; -1 (reported) on a write error. */
 int cli_line_emit(cli_line *l);
 void cli_line_free(cli_line *l);

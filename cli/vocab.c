@@ -1,12 +1,13 @@
-#include "core/vocab.h"
+#include "cli/vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/errors.h"
+#include "cli/cli.h"
 
-struct tsr_vocab {
+
+struct cli_vocab {
     char **tokens;  /* [size] */
     size_t size;
     int32_t *slots; /* open addressing: id + 1, 0 for empty */
@@ -21,7 +22,7 @@ static uint64_t hash(const char *s, size_t len) /* FNV-1a */
     return h;
 }
 
-int32_t tsr_vocab_find(const tsr_vocab *v, const char *token, size_t len)
+int32_t cli_vocab_find(const cli_vocab *v, const char *token, size_t len)
 {
     for (size_t i = hash(token, len) & (v->n_slots - 1);; i = (i + 1) & (v->n_slots - 1)) {
         int32_t id = v->slots[i] - 1;
@@ -32,13 +33,13 @@ int32_t tsr_vocab_find(const tsr_vocab *v, const char *token, size_t len)
     }
 }
 
-const char *tsr_vocab_token(const tsr_vocab *v, int32_t id) { return v->tokens[id]; }
+const char *cli_vocab_token(const cli_vocab *v, int32_t id) { return v->tokens[id]; }
 
-static void index_tokens(tsr_vocab *v)
+static void index_tokens(cli_vocab *v)
 {
     for (size_t id = 0; id < v->size; id++) {
         size_t len = strlen(v->tokens[id]);
-        if (tsr_vocab_find(v, v->tokens[id], len) >= 0)
+        if (cli_vocab_find(v, v->tokens[id], len) >= 0)
             continue; /* a duplicate: the first line keeps the token */
         size_t i = hash(v->tokens[id], len) & (v->n_slots - 1);
         while (v->slots[i])
@@ -47,14 +48,14 @@ static void index_tokens(tsr_vocab *v)
     }
 }
 
-tsr_vocab *tsr_vocab_load(const char *path, size_t size, char *err, size_t err_len)
+cli_vocab *cli_vocab_load(const char *path, size_t size, char *err, size_t err_len)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        tsr_fail(err, err_len, "%s: cannot open (needed by --tokens)", path);
+        cli_fail(err, err_len, "%s: cannot open (needed by --tokens)", path);
         return NULL;
     }
-    tsr_vocab *v = calloc(1, sizeof *v);
+    cli_vocab *v = calloc(1, sizeof *v);
     if (v) {
         v->size = size;
         v->tokens = calloc(size + 1, sizeof *v->tokens);
@@ -73,9 +74,9 @@ tsr_vocab *tsr_vocab_load(const char *path, size_t size, char *err, size_t err_l
     free(line);
     fclose(f);
     if (!failed && lines != size) {
-        tsr_fail(err, err_len, "%s: %zu tokens, but the model's vocabulary has %zu", path, lines,
+        cli_fail(err, err_len, "%s: %zu tokens, but the model's vocabulary has %zu", path, lines,
                  size);
-        tsr_vocab_free(v);
+        cli_vocab_free(v);
         return NULL;
     }
     if (!failed) {
@@ -85,15 +86,15 @@ tsr_vocab *tsr_vocab_load(const char *path, size_t size, char *err, size_t err_l
         failed = !v->slots;
     }
     if (failed) {
-        tsr_fail(err, err_len, "%s: out of memory", path);
-        tsr_vocab_free(v);
+        cli_fail(err, err_len, "%s: out of memory", path);
+        cli_vocab_free(v);
         return NULL;
     }
     index_tokens(v);
     return v;
 }
 
-void tsr_vocab_free(tsr_vocab *v)
+void cli_vocab_free(cli_vocab *v)
 {
     if (!v)
         return;

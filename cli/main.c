@@ -2,9 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tessera-config.h"
-#include "core/cli.h"
-#include "core/model_path.h"
+#include "cli/cli.h"
+#include "cli/model_path.h"
 
 static void usage(FILE *f)
 {
@@ -30,7 +29,7 @@ static void usage(FILE *f)
             "default the best this CPU runs: avx512, then avx2, then scalar; neon on\n"
             "AArch64); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
             "(colon-separated directories) is searched for models before the installed ones.\n",
-            tsr_models_dir());
+            cli_models_dir());
 }
 
 int main(int argc, char **argv)
@@ -45,7 +44,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("tessera %s\n", PACKAGE_VERSION);
+        printf("tessera %s\n", tessera_version());
         return 0;
     }
     if (strcmp(cmd, "translate") == 0)

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/model_path.h"
+#include "cli/model_path.h"
 
 /* Makefile.am passes $(datadir)/tessera/models to this file alone. */
 #ifndef TSR_MODELS_DIR
 #error "TSR_MODELS_DIR (the installed models directory) must be defined"
 #endif
 
-const char *tsr_models_dir(void) { return TSR_MODELS_DIR; }
+const char *cli_models_dir(void) { return TSR_MODELS_DIR; }
 
 static int is_dir(const char *path)
 {
@@ -46,7 +46,7 @@ static int look_in(const char *dir, size_t dir_len, const char *name, char *out,
     return 0;
 }
 
-int tsr_model_path_resolve(const char *arg, char *out, size_t out_len, char *err, size_t err_len)
+int cli_model_path_resolve(const char *arg, char *out, size_t out_len, char *err, size_t err_len)
 {
     if (is_dir(arg) || strchr(arg, '/')) {
         if (strlen(arg) >= out_len) {
@@ -67,7 +67,7 @@ int tsr_model_path_resolve(const char *arg, char *out, size_t out_len, char *err
     }
     if (*searched)
         append(searched, sizeof searched, " (TESSERA_MODELS_PATH)");
-    const char *installed = tsr_models_dir();
+    const char *installed = cli_models_dir();
     if (look_in(installed, strlen(installed), arg, out, out_len, searched, sizeof searched))
         return 0;
     snprintf(err, err_len,
@@ -81,7 +81,7 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void tsr_model_names(const char *dir, char *out, size_t out_len)
+void cli_model_names(const char *dir, char *out, size_t out_len)
 {
     char **names = NULL, path[4096];
     size_t n = 0, cap = 0;

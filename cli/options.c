@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cli.h"
-#include "core/model_path.h"
+#include "cli/cli.h"
+#include "cli/model_path.h"
 
 int cli_error(const char *fmt, ...)
 {
@@ -23,6 +23,17 @@ int cli_error(const char *fmt, ...)
     fflush(stdout);
     fprintf(stderr, "tessera: %s\n", msg);
     return 1;
+}
+
+int cli_fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (err && err_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
 }
 
 int cli_parse_int(const char *flag, const char *text, long lo, long hi, int *out)
@@ -71,14 +82,34 @@ void cli_usage_compute_type(FILE *f)
             "                          names the int8 kernel)\n");
 }
 
-int cli_apply_threads(int threads, const char *numa, int smt)
+void cli_usage_threads(FILE *f)
+{
+    fprintf(f,
+            "  --workers N             N workers (default 1), each computing its own batches\n"
+            "                          on threads and cores of its own, all reading the one\n"
+            "                          loaded model; the output is identical whatever N\n"
+            "  --threads K             threads of each worker (default: TESSERA_NUM_THREADS,\n"
+            "                          OMP_NUM_THREADS, or the cores this process may use\n"
+            "                          shared among the workers)\n"
+            "  --numa POLICY           weights on NUMA nodes: replicate (a copy per node),\n"
+            "                          interleave, local, off, or auto (the default, or\n"
+            "                          TESSERA_NUMA): chosen from the topology and model size\n"
+            "  --smt                   with the default thread count, use SMT siblings too\n");
+}
+
+int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt)
 {
     char err[512];
-    /* Placement first: the default thread count depends on --smt. */
-    if (tessera_set_placement(numa, smt, err, sizeof err) != 0)
-        return numa ? cli_error("--numa: %s", err) : cli_error("%s", err);
-    if (tessera_set_threads(threads, err, sizeof err) != 0)
-        return cli_error("%s", err);
+    tessera_runtime_options ro;
+    tessera_runtime_options_init(&ro);
+    ro.threads = o->threads;
+    ro.workers = o->workers;
+    ro.worker = worker;
+    ro.numa = o->numa;
+    ro.use_smt = o->smt;
+    if (tessera_runtime_create(&ro, rt, err, sizeof err) != 0)
+        return o->numa && strstr(err, "NUMA policy") ? cli_error("--numa: %s", err)
+                                                     : cli_error("%s", err);
     return 0;
 }
 
@@ -88,20 +119,33 @@ int cli_model_open(const cli_options *o, cli_model *cm)
     memset(cm, 0, sizeof *cm);
     if (!tessera_kernel_set(err, sizeof err))
         return cli_error("%s", err);
-    if (tsr_model_path_resolve(o->model_dir, cm->dir, sizeof cm->dir, err, sizeof err) != 0)
+    if (cli_model_path_resolve(o->model_dir, cm->dir, sizeof cm->dir, err, sizeof err) != 0)
         return cli_error("%s", err);
+    /* The runtimes first: a bad --numa, --threads or TESSERA_NUM_THREADS is
+     * reported before the model is read. */
+    cm->runtimes = calloc((size_t)o->workers, sizeof *cm->runtimes);
+    if (!cm->runtimes)
+        return cli_error("out of memory for %d workers", o->workers);
+    for (; cm->n_runtimes < o->workers; cm->n_runtimes++)
+        if (cli_runtime_open(o, cm->n_runtimes, &cm->runtimes[cm->n_runtimes]) != 0) {
+            cli_model_close(cm);
+            return 1;
+        }
     tessera_load_options load;
     tessera_load_options_init(&load);
     load.compute_type = o->compute_type;
-    if (tessera_model_load_with(cm->dir, &load, &cm->model, err, sizeof err) != 0)
+    load.numa = o->numa;
+    if (tessera_model_load_with(cm->dir, &load, &cm->model, err, sizeof err) != 0) {
+        cli_model_close(cm);
         return cli_error("%s", err);
+    }
     cm->cfg = tessera_model_config(cm->model);
     if (o->tokens) {
         snprintf(path, sizeof path, "%s/vocab.src.txt", cm->dir);
-        cm->src_vocab = tsr_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
+        cm->src_vocab = cli_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
         if (cm->src_vocab) {
             snprintf(path, sizeof path, "%s/vocab.tgt.txt", cm->dir);
-            cm->tgt_vocab = tsr_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
+            cm->tgt_vocab = cli_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
         }
         if (!cm->src_vocab || !cm->tgt_vocab) {
             cli_model_close(cm);
@@ -120,14 +164,17 @@ void cli_usage_model(FILE *f, const char *flag, const char *what)
             "                          directory NAME in the directories of\n"
             "                          TESSERA_MODELS_PATH (colon-separated), then in\n"
             "                          %s\n",
-            flag, what, tsr_models_dir());
+            flag, what, cli_models_dir());
 }
 
 void cli_model_close(cli_model *cm)
 {
+    for (int i = 0; i < cm->n_runtimes; i++)
+        tessera_runtime_free(cm->runtimes[i]);
+    free(cm->runtimes);
     tessera_model_free(cm->model);
-    tsr_vocab_free(cm->src_vocab);
-    tsr_vocab_free(cm->tgt_vocab);
+    cli_vocab_free(cm->src_vocab);
+    cli_vocab_free(cm->tgt_vocab);
     memset(cm, 0, sizeof *cm);
 }
 
@@ -145,6 +192,7 @@ enum {
     OPT_NUMA,
     OPT_SMT,
     OPT_COMPUTE_TYPE,
+    OPT_WORKERS,
 };
 
 static const struct option all_options[] = {
@@ -160,6 +208,7 @@ static const struct option all_options[] = {
     {"numa", required_argument, NULL, OPT_NUMA},
     {"smt", no_argument, NULL, OPT_SMT},
     {"compute-type", required_argument, NULL, OPT_COMPUTE_TYPE},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {NULL, 0, NULL, 0},
 };
 
@@ -171,6 +220,7 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_BEAM: return cli_parse_int("--beam", arg, 1, 1024, &t->beam);
     case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, 0, 1 << 20, &t->max_len);
     case OPT_THREADS: return cli_parse_int("--threads", arg, 1, 4096, &o->threads);
+    case OPT_WORKERS: return cli_parse_int("--workers", arg, 1, 256, &o->workers);
     case OPT_BATCH: return cli_parse_int("--batch", arg, 1, 1 << 16, &o->batch);
     case OPT_TOKENS: o->tokens = 1; return 0;
     case OPT_LENGTH_PENALTY:
@@ -189,6 +239,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     memset(o, 0, sizeof *o);
     tessera_translate_options_init(&o->translate);
     o->batch = 1;
+    o->workers = 1;
     o->compute_type = TESSERA_COMPUTE_DEFAULT;
     opterr = 0;
     optind = 1;
@@ -207,8 +258,8 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
         for (const struct option *p = all_options; p->name; p++)
             if (p->val == opt)
                 name = p->name;
-        if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_NUMA && opt != OPT_SMT &&
-            opt != OPT_COMPUTE_TYPE && !strstr(allowed, name))
+        if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_WORKERS && opt != OPT_NUMA &&
+            opt != OPT_SMT && opt != OPT_COMPUTE_TYPE && !strstr(allowed, name))
             return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
         if (apply_option(opt, optarg, o) != 0)
             return 1;
@@ -220,5 +271,5 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     if (o->translate.n_best > o->translate.beam)
         return cli_error("%s: --n-best %d is larger than --beam %d", cmd, o->translate.n_best,
                          o->translate.beam);
-    return cli_apply_threads(o->threads, o->numa, o->smt);
+    return 0;
 }

@@ -1,0 +1,141 @@
+/* Reading sentences from standard input and writing whole output lines. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int push_id(cli_ids *out, int32_t id)
+{
+    if (out->len == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 64;
+        int32_t *ids = realloc(out->ids, cap * sizeof *ids);
+        if (!ids)
+            return -1;
+        out->ids = ids;
+        out->cap = cap;
+    }
+    out->ids[out->len++] = id;
+    return 0;
+}
+
+/* A decimal id: digits only (a leading '-' is reported as out of range). */
+static int parse_id(const char *s, size_t len, long *v)
+{
+    size_t i = s[0] == '-' ? 1 : 0;
+    if (i == len)
+        return -1;
+    long value = 0;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        if (value < 1000000000L)
+            value = value * 10 + (s[i] - '0');
+    }
+    *v = s[0] == '-' ? -value : value;
+    return 0;
+}
+
+int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
+                       int unk_id, const char *side, cli_ids *out, char *err, size_t err_len)
+{
+    out->len = 0;
+    for (size_t i = 0; i < len;) {
+        if (text[i] == ' ') {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < len && text[i] != ' ')
+            i++;
+        const char *tok = text + start;
+        size_t tlen = i - start;
+        long id;
+        if (vocab) {
+            int32_t found = cli_vocab_find(vocab, tok, tlen);
+            id = found >= 0 ? found : unk_id;
+        } else if (parse_id(tok, tlen, &id) != 0) {
+            return cli_fail(err, err_len, "'%.*s' is not a %s token id", (int)(tlen > 40 ? 40 : tlen),
+                            tok, side);
+        }
+        if (id < 0 || id >= vocab_size)
+            return cli_fail(err, err_len, "%s token id %ld out of range [0, %d)", side, id,
+                            vocab_size);
+        if (push_id(out, (int32_t)id) != 0)
+            return cli_fail(err, err_len, "out of memory");
+    }
+    return 0;
+}
+
+void cli_line_reset(cli_line *l)
+{
+    l->len = 0;
+    if (l->text)
+        l->text[0] = '\0';
+}
+
+static int line_append(cli_line *l, const char *s, size_t n)
+{
+    if (l->len + n + 2 > l->cap) {
+        size_t cap = l->cap ? l->cap : 256;
+        while (cap < l->len + n + 2)
+            cap *= 2;
+        char *text = realloc(l->text, cap);
+        if (!text)
+            return -1;
+        l->text = text;
+        l->cap = cap;
+    }
+    memcpy(l->text + l->len, s, n);
+    l->len += n;
+    l->text[l->len] = '\0';
+    return 0;
+}
+
+int cli_line_printf(cli_line *l, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -1;
+    return line_append(l, buf, (size_t)n);
+}
+
+int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *vocab)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i && line_append(l, " ", 1) != 0)
+            return -1;
+        if (vocab) {
+            const char *tok = cli_vocab_token(vocab, ids[i]);
+            if (line_append(l, tok, strlen(tok)) != 0)
+                return -1;
+        } else if (cli_line_printf(l, "%d", (int)ids[i]) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cli_line_emit(cli_line *l)
+{
+    if (line_append(l, "\n", 1) != 0) {
+        cli_error("out of memory writing output");
+        return -1;
+    }
+    if (fwrite(l->text, 1, l->len, stdout) != l->len) {
+        cli_error("error writing standard output");
+        return -1;
+    }
+    return 0;
+}
+
+void cli_line_free(cli_line *l)
+{
+    free(l->text);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,162 @@
+/* tessera score: teacher-forced log-probabilities of target sentences. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/workers.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: tessera score -m DIR|NAME [OPTIONS] < pairs > logprobs\n"
+            "\n"
+            "Reads one 'SOURCE<TAB>TARGET' pair per line (token ids separated by spaces;\n"
+            "TARGET may be empty) and writes one line per input line: the natural-log\n"
+            "probability of each target token and then of EOS, space separated, with the\n"
+            "decoder fed BOS + TARGET (teacher forcing).\n"
+            "\n"
+            "Options:\n");
+    cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
+    fprintf(f,
+            "  --batch N               score up to N pairs together (default 1; the output\n"
+            "                          is identical whatever N)\n");
+    cli_usage_threads(f);
+    cli_usage_compute_type(f);
+    fprintf(f,
+            "  --tokens                sentences are tokens, mapped through vocab.src.txt /\n"
+            "                          vocab.tgt.txt (unknown tokens -> unk_id)\n"
+            "  -h, --help              this help\n"
+            "\n"
+            "Errors (a bad line, a bad model) print one line on stderr naming the culprit and\n"
+            "exit with status 1; lines before a bad line are scored and printed first.\n");
+}
+
+/* The command's state, shared by the workers (read-only) and the printer. */
+typedef struct command {
+    const cli_model *cm;
+    cli_line line;
+} command;
+
+/* One batch of pairs and, once computed, their scores. */
+typedef struct slot {
+    cli_ids *src_ids, *tgt_ids;
+    tessera_tokens *src, *tgt;
+    float **scores;
+    size_t n_scores;
+} slot;
+
+static int slot_init(void *ctx, void *state, size_t cap)
+{
+    (void)ctx;
+    slot *s = state;
+    s->src_ids = calloc(cap, sizeof *s->src_ids);
+    s->tgt_ids = calloc(cap, sizeof *s->tgt_ids);
+    s->src = calloc(cap, sizeof *s->src);
+    s->tgt = calloc(cap, sizeof *s->tgt);
+    return s->src_ids && s->tgt_ids && s->src && s->tgt ? 0 : -1;
+}
+
+static void slot_free(void *ctx, void *state, size_t cap)
+{
+    (void)ctx;
+    slot *s = state;
+    for (size_t i = 0; i < cap; i++) {
+        if (s->src_ids)
+            free(s->src_ids[i].ids);
+        if (s->tgt_ids)
+            free(s->tgt_ids[i].ids);
+    }
+    free(s->src_ids);
+    free(s->tgt_ids);
+    free(s->src);
+    free(s->tgt);
+    tessera_scores_free(s->scores, s->n_scores);
+}
+
+static int parse_pair(void *ctx, void *state, const char *line, size_t len, size_t index,
+                      char *err, size_t err_len)
+{
+    const command *c = ctx;
+    slot *b = state;
+    const tessera_config *cfg = c->cm->cfg;
+    const char *tab = memchr(line, '\t', len);
+    if (!tab)
+        return cli_fail(err, err_len, "expected SOURCE<TAB>TARGET, found no tab");
+    size_t src_len = (size_t)(tab - line), tgt_len = len - src_len - 1;
+    if (memchr(tab + 1, '\t', tgt_len))
+        return cli_fail(err, err_len, "expected SOURCE<TAB>TARGET, found more than one tab");
+    cli_ids *s = &b->src_ids[index], *t = &b->tgt_ids[index];
+    if (cli_parse_sentence(line, src_len, c->cm->src_vocab, cfg->src_vocab_size, cfg->unk_id,
+                           "source", s, err, err_len) != 0 ||
+        cli_parse_sentence(tab + 1, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
+                           "target", t, err, err_len) != 0)
+        return -1;
+    if (s->len == 0)
+        return cli_fail(err, err_len, "empty source sentence");
+    if (s->len > (size_t)cfg->max_positions)
+        return cli_fail(err, err_len, "%zu source tokens, more than max_positions (%d)", s->len,
+                        cfg->max_positions);
+    if (t->len + 1 > (size_t)cfg->max_positions)
+        return cli_fail(err, err_len,
+                        "%zu target tokens: BOS + target is longer than max_positions (%d)",
+                        t->len, cfg->max_positions);
+    b->src[index] = (tessera_tokens){s->ids, s->len};
+    b->tgt[index] = (tessera_tokens){t->ids, t->len};
+    return 0;
+}
+
+static int score_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
+                      size_t err_len)
+{
+    const command *c = ctx;
+    slot *s = state;
+    tessera_score_options so;
+    tessera_score_options_init(&so);
+    so.batch = (int)n;
+    if (tessera_score_with(rt, c->cm->model, s->src, s->tgt, n, &so, &s->scores, err, err_len) !=
+        0)
+        return -1;
+    s->n_scores = n;
+    return 0;
+}
+
+static int print_slot(void *ctx, void *state, size_t n)
+{
+    command *c = ctx;
+    slot *s = state;
+    int status = 0;
+    for (size_t i = 0; status == 0 && i < n; i++) {
+        cli_line_reset(&c->line);
+        for (size_t t = 0; status == 0 && t <= s->tgt[i].len; t++)
+            if (cli_line_printf(&c->line, t ? " %.9g" : "%.9g", (double)s->scores[i][t]) != 0)
+                status = cli_error("out of memory writing output");
+        if (status == 0 && cli_line_emit(&c->line) != 0)
+            status = 1;
+    }
+    tessera_scores_free(s->scores, s->n_scores);
+    s->scores = NULL;
+    s->n_scores = 0;
+    if (status == 0 && fflush(stdout) != 0)
+        status = cli_error("error writing standard output");
+    return status;
+}
+
+static const cli_work score_work = {sizeof(slot), slot_init, slot_free, parse_pair, score_slot,
+                                    print_slot};
+
+int cli_score(int argc, char **argv)
+{
+    cli_options o;
+    cli_model cm;
+    int rc = cli_parse_options(argc, argv, "score", "batch tokens", &o, usage);
+    if (rc != 0)
+        return rc < 0 ? 0 : 1;
+    if (cli_model_open(&o, &cm) != 0)
+        return 1;
+    command c = {&cm, {0}};
+    rc = cli_run_workers(&score_work, &c, (size_t)o.batch, cm.runtimes, o.workers);
+    cli_line_free(&c.line);
+    cli_model_close(&cm);
+    return rc;
+}

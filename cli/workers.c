@@ -1,0 +1,225 @@
+/* The command's workers (cli/workers.h): a ring of batch slots, two per
+ * worker, so that every worker has a batch to take while the main thread
+ * prints one and reads another. Slots go FREE -> READY (read and parsed) ->
+ * BUSY (a worker computes it) -> DONE -> printed, in input order -> FREE. */
+#include "cli/workers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Standard input, a line at a time ------------------------------------- */
+
+typedef struct reader {
+    FILE *in;
+    size_t line_no;
+    char *buf;
+    size_t cap;
+} reader;
+
+/* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
+ * the line in *line and *len, 0 at end of input, -1 on a read error. */
+static int read_line(reader *r, char **line, size_t *len)
+{
+    ssize_t n = getline(&r->buf, &r->cap, r->in);
+    if (n < 0)
+        return ferror(r->in) ? -1 : 0;
+    r->line_no++;
+    if (n > 0 && r->buf[n - 1] == '\n')
+        r->buf[--n] = '\0';
+    if (n > 0 && r->buf[n - 1] == '\r')
+        r->buf[--n] = '\0';
+    *line = r->buf;
+    *len = (size_t)n;
+    return 1;
+}
+
+/* ---- The pool --------------------------------------------------------------- */
+
+enum slot_state { SLOT_FREE, SLOT_READY, SLOT_BUSY, SLOT_DONE };
+
+typedef struct slot {
+    void *state;          /* the command's batch */
+    size_t n;             /* its lines */
+    long batch;           /* its number in input order */
+    enum slot_state kind;
+    int rc;
+    char err[1024];
+} slot;
+
+typedef struct pool {
+    const cli_work *w;
+    void *ctx;
+    slot *slots;
+    int n_slots;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop;
+} pool;
+
+typedef struct worker {
+    pool *p;
+    tessera_runtime *rt;
+    pthread_t thread;
+} worker;
+
+/* The READY slot read first, or NULL. Call with the lock. */
+static slot *first_ready(pool *p)
+{
+    slot *best = NULL;
+    for (int i = 0; i < p->n_slots; i++)
+        if (p->slots[i].kind == SLOT_READY && (!best || p->slots[i].batch < best->batch))
+            best = &p->slots[i];
+    return best;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *wk = arg;
+    pool *p = wk->p;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        slot *s;
+        while (!(s = first_ready(p)) && !p->stop)
+            pthread_cond_wait(&p->cond, &p->lock);
+        if (!s)
+            break;
+        s->kind = SLOT_BUSY;
+        pthread_mutex_unlock(&p->lock);
+        s->err[0] = '\0';
+        int rc = p->w->compute(p->ctx, s->state, s->n, wk->rt, s->err, sizeof s->err);
+        pthread_mutex_lock(&p->lock);
+        s->rc = rc;
+        s->kind = SLOT_DONE;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Waits for batch `b` (in slot b % n_slots) to be computed, prints it and
+ * frees its slot; the exit status. */
+static int print_batch(pool *p, long b)
+{
+    slot *s = &p->slots[b % p->n_slots];
+    pthread_mutex_lock(&p->lock);
+    while (s->kind != SLOT_DONE)
+        pthread_cond_wait(&p->cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    int status = s->rc != 0 ? cli_error("%s", s->err) : p->w->print(p->ctx, s->state, s->n);
+    pthread_mutex_lock(&p->lock);
+    s->kind = SLOT_FREE;
+    pthread_mutex_unlock(&p->lock);
+    return status;
+}
+
+/* Reads and parses up to cap lines into slot s. A line that fails stops the
+ * input: pending receives "line N: message", so that the lines before it are
+ * still computed and printed before the error. Returns 1 when more input may
+ * follow, 0 at its end or after an error. */
+static int read_batch(pool *p, reader *r, slot *s, size_t cap, char *pending, size_t pending_len)
+{
+    char *line, msg[768];
+    size_t len;
+    s->n = 0;
+    while (s->n < cap) {
+        int rc = read_line(r, &line, &len);
+        if (rc == 0)
+            return 0;
+        if (rc < 0) {
+            snprintf(pending, pending_len, "line %zu: read error on standard input",
+                     r->line_no + 1);
+            return 0;
+        }
+        if (memchr(line, '\0', len)) {
+            snprintf(pending, pending_len, "line %zu: contains a NUL byte", r->line_no);
+            return 0;
+        }
+        if (p->w->parse(p->ctx, s->state, line, len, s->n, msg, sizeof msg) != 0) {
+            snprintf(pending, pending_len, "line %zu: %s", r->line_no, msg);
+            return 0;
+        }
+        s->n++;
+    }
+    return 1;
+}
+
+/* Reads, hands out and prints every batch; the exit status. */
+static int run_batches(pool *p, size_t cap)
+{
+    reader r = {.in = stdin};
+    char pending[1024] = "";
+    long read = 0, printed = 0;
+    int status = 0, more = 1;
+    while (status == 0 && more) {
+        slot *s = &p->slots[read % p->n_slots];
+        /* The slot is free once the batch n_slots before this one is printed. */
+        while (status == 0 && printed <= read - p->n_slots)
+            status = print_batch(p, printed++);
+        if (status != 0)
+            break;
+        more = read_batch(p, &r, s, cap, pending, sizeof pending);
+        if (s->n > 0) {
+            pthread_mutex_lock(&p->lock);
+            s->batch = read++;
+            s->kind = SLOT_READY;
+            pthread_cond_broadcast(&p->cond);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    while (status == 0 && printed < read)
+        status = print_batch(p, printed++);
+    if (status == 0 && pending[0])
+        status = cli_error("%s", pending);
+    free(r.buf);
+    return status;
+}
+
+int cli_run_workers(const cli_work *w, void *ctx, size_t cap, tessera_runtime *const *runtimes,
+                    int workers)
+{
+    pool p = {.w = w, .ctx = ctx, .n_slots = 2 * workers};
+    worker *wk = calloc((size_t)workers, sizeof *wk);
+    p.slots = calloc((size_t)p.n_slots, sizeof *p.slots);
+    int status = wk && p.slots ? 0 : cli_error("out of memory for %d workers", workers);
+    for (int i = 0; status == 0 && i < p.n_slots; i++)
+        if (!(p.slots[i].state = calloc(1, w->slot_bytes)) ||
+            w->slot_init(ctx, p.slots[i].state, cap) != 0)
+            status = cli_error("out of memory for batches of %zu lines", cap);
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_cond_init(&p.cond, NULL);
+    int started = 0;
+    while (status == 0 && started < workers) {
+        wk[started] = (worker){.p = &p, .rt = runtimes[started]};
+        if (pthread_create(&wk[started].thread, NULL, worker_main, &wk[started]) != 0) {
+            status = cli_error("cannot start worker %d of %d", started + 1, workers);
+            break;
+        }
+        started++;
+    }
+    if (status == 0)
+        status = run_batches(&p, cap);
+    /* A failed batch stops the printing, not the workers: batches not yet
+     * taken are dropped, those being computed are waited for, and every slot
+     * then releases whatever results it still holds. */
+    pthread_mutex_lock(&p.lock);
+    for (int i = 0; i < p.n_slots; i++)
+        if (p.slots[i].kind == SLOT_READY)
+            p.slots[i].kind = SLOT_FREE;
+    p.stop = 1;
+    pthread_cond_broadcast(&p.cond);
+    pthread_mutex_unlock(&p.lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(wk[i].thread, NULL);
+    pthread_cond_destroy(&p.cond);
+    pthread_mutex_destroy(&p.lock);
+    for (int i = 0; p.slots && i < p.n_slots; i++)
+        if (p.slots[i].state) {
+            w->slot_free(ctx, p.slots[i].state, cap);
+            free(p.slots[i].state);
+        }
+    free(p.slots);
+    free(wk);
+    return status;
+}
