@@ -598,6 +598,62 @@ ParameterizedTest(set_param *p, kernels, linear_int8)
     }
 }
 
+/* ---- The GEMM frame with the smallest blocks ------------------------------------ */
+
+ParameterizedTestParameters(kernels, linear_small_blocks)
+{
+    return each_set();
+}
+
+/* The frame's blocking comes from the cache sizes, which in the test suite
+ * make most shapes run each loop once. With block sizes injected as small as
+ * the frame allows (k pieces of 8 steps, one row tile per row block, one
+ * panel per column block, decode turns of 4 steps, int8 pieces of 2
+ * groups), every loop of the frame runs several passes: the set's linear
+ * layers must give the bits of its own blocking, in f32, bf16 and int8. */
+ParameterizedTest(set_param *p, kernels, linear_small_blocks)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+    if (!ks->gemm) {
+        fprintf(stderr, "kernels/linear_small_blocks [%s]: not on the GEMM frame\n", set);
+        return;
+    }
+    tsr_gemm_config cfg = *ks->gemm;
+    cfg.kc = 8;
+    cfg.a_block_floats = 1;
+    cfg.b_block_floats = 1;
+    cfg.decode_kc = 4;
+    cfg.i8_kc4 = 2;
+    tsr_kernels tiny = *ks;
+    tiny.gemm = &cfg;
+    static const tsr_weight_type types[] = {TSR_WEIGHTS_F32, TSR_WEIGHTS_BF16, TSR_WEIGHTS_INT8};
+    for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
+        const linear_shape *s = &linear_shapes[si];
+        linear_case c = linear_case_new(ks, s, si);
+        const buffer *res = s->residual ? &c.residual : NULL;
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            void *panels = alloc_aligned(ks->pack_bytes(ks, types[ti], s->n, s->k));
+            ks->pack_linear(ks, types[ti], c.w.p, s->n, s->k, panels);
+            c.packed.panels = panels;
+            c.packed.type = types[ti];
+            buffer y = buffer_new(s->m, s->n, c.y.ld, (size_t)(c.y.p - c.y.base));
+            run_linear(ks, &c, 0, s->m, 0, s->n, res, &c.y);
+            run_linear(&tiny, &c, 0, s->m, 0, s->n, res, &y);
+            char what[64];
+            snprintf(what, sizeof what, "%s linear with the smallest blocks",
+                     types[ti] == TSR_WEIGHTS_F32 ? "f32" : types[ti] == TSR_WEIGHTS_BF16 ? "bf16" : "int8");
+            expect_same_bits(y.p, y.ld, c.y.p, c.y.ld, s->m, 0, s->n, set, what, c.shape);
+            expect_untouched_outside(&y, 0, s->n, set, what, c.shape);
+            buffer_free(&y);
+            free(panels);
+        }
+        c.packed.panels = c.panels;
+        c.packed.type = TSR_WEIGHTS_F32;
+        linear_case_free(&c);
+    }
+}
+
 /* The rounding every set's bf16 packing shares (simd/bf16.h), on the cases
  * that tell rounding modes apart, with the bit patterns written by hand from
  * the bfloat16 format (the top 16 bits of a float32). */

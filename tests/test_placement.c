@@ -218,6 +218,107 @@ static tsr_topology *fixture(const char *name)
     return topo;
 }
 
+/* ---- workers x threads ------------------------------------------------------ */
+
+static tsr_placement workers_plan(const tsr_topology *topo, int workers, int threads, int use_smt)
+{
+    tsr_placement plan;
+    tsr_placement_request req = {.threads = threads, .workers = workers, .use_smt = use_smt,
+                                 .numa = TSR_NUMA_AUTO};
+    cr_assert_eq(tsr_placement_plan(topo, &req, &plan, err, sizeof err), 0, "%s", err);
+    return plan;
+}
+
+/* Node OS index of each worker's threads when all its threads share one node,
+ * else -1; and no core holds threads of two workers. */
+static void expect_workers(const tsr_topology *topo, const tsr_placement *plan, int workers,
+                           int per, const int *node_of_worker)
+{
+    cr_assert_eq(plan->n_workers, workers);
+    cr_assert_eq(plan->threads_per_worker, per);
+    cr_assert_eq(plan->n_threads, workers * per);
+    int *owner = malloc((size_t)topo->n_cores * sizeof *owner);
+    cr_assert(owner);
+    for (int c = 0; c < topo->n_cores; c++)
+        owner[c] = -1;
+    for (int w = 0; w < workers; w++) {
+        int node = plan->threads[w * per].node;
+        for (int t = w * per; t < (w + 1) * per; t++) {
+            const tsr_thread_place *p = &plan->threads[t];
+            if (p->node != node)
+                node = -1;
+            cr_expect(owner[p->core] == -1 || owner[p->core] == w,
+                      "core %d runs threads of workers %d and %d", p->core, owner[p->core], w);
+            owner[p->core] = w;
+        }
+        int want = node_of_worker[w];
+        cr_expect_eq(node < 0 ? -1 : node_os(topo, node), want,
+                     "worker %d: on node %d, expected %d (-1: several)", w,
+                     node < 0 ? -1 : node_os(topo, node), want);
+    }
+    free(owner);
+}
+
+/* 2 nodes x 8 cores x 2 PUs: whole workers go to a node while they fit, on
+ * cores no other worker uses, SMT siblings kept within a worker. */
+Test(workers, two_nodes_eight_cores_smt)
+{
+    tsr_topology *topo = synthetic("pack:2 numa:1 core:8 pu:2");
+
+    tsr_placement plan = workers_plan(topo, 4, 4, 0);
+    expect_workers(topo, &plan, 4, 4, (const int[]){0, 0, 1, 1});
+    tsr_placement_free(&plan);
+
+    /* Threads 0: the 16 cores shared among the workers. */
+    plan = workers_plan(topo, 2, 0, 0);
+    expect_workers(topo, &plan, 2, 8, (const int[]){0, 1});
+    char text[2048];
+    tsr_placement_describe(topo, &plan, text, sizeof text);
+    expect_contains(text, "workers: 2 x 8 threads: worker 0 -> threads 0-7; worker 1 -> threads 8-15");
+    tsr_placement_free(&plan);
+
+    /* Workers that do not divide evenly: 2 on node 0, 1 on node 1. */
+    plan = workers_plan(topo, 3, 4, 0);
+    expect_workers(topo, &plan, 3, 4, (const int[]){0, 0, 1});
+    tsr_placement_free(&plan);
+
+    /* More threads than cores: a worker's 8 threads on 4 cores and their
+     * siblings, no core shared with another worker. */
+    plan = workers_plan(topo, 4, 8, 0);
+    expect_workers(topo, &plan, 4, 8, (const int[]){0, 0, 1, 1});
+    tsr_placement_free(&plan);
+
+    /* With use_smt and threads 0: the 32 PUs shared, 16 per worker. */
+    plan = workers_plan(topo, 2, 0, 1);
+    expect_workers(topo, &plan, 2, 16, (const int[]){0, 1});
+    tsr_placement_free(&plan);
+
+    /* A worker larger than a node spans both: threads go one by one. */
+    plan = workers_plan(topo, 1, 12, 0);
+    expect_workers(topo, &plan, 1, 12, (const int[]){-1});
+    expect_groups(topo, &plan, 2, (const int[]){0, 1}, (const int[]){6, 6});
+    tsr_placement_free(&plan);
+    tsr_topology_free(topo);
+}
+
+Test(workers, counts_are_checked)
+{
+    tsr_topology *topo = synthetic("pack:1 numa:1 core:4 pu:1");
+    tsr_placement plan;
+    tsr_placement_request req = {.threads = 1, .workers = -2};
+    cr_expect_eq(tsr_placement_plan(topo, &req, &plan, err, sizeof err), -1);
+    expect_contains(err, "-2 workers");
+    req = (tsr_placement_request){.threads = 64, .workers = 128};
+    cr_expect_eq(tsr_placement_plan(topo, &req, &plan, err, sizeof err), -1);
+    expect_contains(err, "128 workers x 64 threads");
+    /* More workers than cores: one thread each, wrapping round the cores. */
+    plan = workers_plan(topo, 6, 0, 0);
+    cr_expect_eq(plan.n_threads, 6);
+    cr_expect_eq(plan.threads_per_worker, 1);
+    tsr_placement_free(&plan);
+    tsr_topology_free(topo);
+}
+
 /* ---- synthetic: 2 packages x 2 NUMA nodes x 8 cores x 2 PUs -------------- */
 /* hwloc numbers the PUs of core c as 2c and 2c+1; cores 8k..8k+7 are on node k,
  * each node has 1 GiB (the synthetic default). */

@@ -1,8 +1,9 @@
-/* Results do not depend on the thread count, the batch size or the weight
- * placement: the tessera command gives byte-identical output with 1, 2, 3, 4
- * and 7 threads, batches of 5 and of 1, and with per-node weight copies on a
- * (synthetic) two-node topology, for every kernel set this build and CPU can
- * run and every compute type. */
+/* Results do not depend on the thread count, the batch size, the workers or
+ * the weight placement: the tessera command gives byte-identical output with
+ * 1, 2, 3, 4 and 7 threads, batches of 5 and of 1, 2 and 3 workers (each
+ * computing its own batches on its own runtime), and with per-node weight
+ * copies on a (synthetic) two-node topology, for every kernel set this build
+ * and CPU can run and every compute type. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
@@ -38,28 +39,31 @@ ParameterizedTestParameters(threads, output_independent_of_threads)
     return cr_make_param_array(thread_case, cases, n, free_params);
 }
 
-/* Runs one case in batches of `batch`; `topology` (or NULL) goes to
- * TESSERA_TOPOLOGY with --numa replicate. */
-static char *run(const thread_case *c, const char *input, int threads, int batch,
+/* Runs one case in batches of `batch` on `workers` workers of `threads`
+ * threads; `topology` (or NULL) goes to TESSERA_TOPOLOGY with --numa
+ * replicate. */
+static char *run(const thread_case *c, const char *input, int workers, int threads, int batch,
                  const char *topology)
 {
     char model_dir[1024], isa_env[64], topo_env[128], threads_arg[16], batch_arg[16];
+    char workers_arg[16];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), MODEL);
     snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", c->isa);
     snprintf(topo_env, sizeof topo_env, "TESSERA_TOPOLOGY=%s", topology ? topology : "");
     snprintf(threads_arg, sizeof threads_arg, "%d", threads);
     snprintf(batch_arg, sizeof batch_arg, "%d", batch);
+    snprintf(workers_arg, sizeof workers_arg, "%d", workers);
     char *env[] = {isa_env, topo_env, NULL};
     int score = strcmp(c->kind, "score") == 0, beam = strcmp(c->kind, "beam") == 0;
     char *argv[] = {(char *)test_tessera_all_sets_path(), score ? "score" : "translate", "-m", model_dir,
-                    "--compute-type", (char *)c->type, "--threads", threads_arg, "--batch",
-                    batch_arg, "--numa", topology ? "replicate" : "auto", "--max-len", "20",
-                    beam ? "--beam" : NULL, "4", "--n-best", "2", NULL};
+                    "--compute-type", (char *)c->type, "--workers", workers_arg, "--threads",
+                    threads_arg, "--batch", batch_arg, "--numa", topology ? "replicate" : "auto",
+                    "--max-len", "20", beam ? "--beam" : NULL, "4", "--n-best", "2", NULL};
     if (score)
-        argv[12] = NULL; /* no --max-len for score */
+        argv[14] = NULL; /* no --max-len for score */
     test_run r = test_run_command(argv, input, env);
-    cr_assert_eq(r.exit_status, 0, "%s %s %s --threads %d --batch %d%s%s failed: %s", c->isa,
-                 c->type, c->kind, threads, batch, topology ? " on " : "",
+    cr_assert_eq(r.exit_status, 0, "%s %s %s --workers %d --threads %d --batch %d%s%s failed: %s",
+                 c->isa, c->type, c->kind, workers, threads, batch, topology ? " on " : "",
                  topology ? topology : "", r.err);
     cr_assert(strlen(r.out) > 0, "%s %s %s printed nothing", c->isa, c->type, c->kind);
     free(r.err);
@@ -74,23 +78,37 @@ ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeo
              strcmp(c->kind, "score") == 0 ? "score" : "translate");
     char *input = test_read_file(path, NULL);
     cr_assert(input, "cannot read %s", path);
-    char *one = run(c, input, 1, 5, NULL);
+    char *one = run(c, input, 1, 1, 5, NULL);
     static const int counts[] = {2, 3, 4, 7};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        char *other = run(c, input, counts[i], 5, NULL);
+        char *other = run(c, input, 1, counts[i], 5, NULL);
         cr_assert_str_eq(other, one, "%s %s %s: --threads %d differs from --threads 1", c->isa,
                          c->type, c->kind, counts[i]);
         free(other);
     }
-    char *unbatched = run(c, input, 2, 1, NULL);
+    char *unbatched = run(c, input, 1, 2, 1, NULL);
     cr_assert_str_eq(unbatched, one, "%s %s %s: --batch 1 differs from --batch 5", c->isa,
                      c->type, c->kind);
     free(unbatched);
+    /* Workers take batches in turn and the output is put back in order. */
+    char *two = run(c, input, 2, 1, 1, NULL);
+    cr_assert_str_eq(two, one, "%s %s %s: --workers 2 differs from one worker", c->isa, c->type,
+                     c->kind);
+    free(two);
+    char *three = run(c, input, 3, 2, 2, NULL);
+    cr_assert_str_eq(three, one, "%s %s %s: --workers 3 --threads 2 differs from one worker",
+                     c->isa, c->type, c->kind);
+    free(three);
     /* Two weight copies, threads 0-1 reading copy 0 and 2 reading copy 1. */
-    char *replicated = run(c, input, 3, 5, "pack:2 numa:1 core:2 pu:1");
+    char *replicated = run(c, input, 1, 3, 5, "pack:2 numa:1 core:2 pu:1");
     cr_assert_str_eq(replicated, one, "%s %s %s: per-node weight copies change the output",
                      c->isa, c->type, c->kind);
     free(replicated);
+    /* Two workers, one per node, each reading its node's copy. */
+    char *per_node = run(c, input, 2, 2, 3, "pack:2 numa:1 core:2 pu:1");
+    cr_assert_str_eq(per_node, one, "%s %s %s: a worker per node changes the output", c->isa,
+                     c->type, c->kind);
+    free(per_node);
     free(one);
     free(input);
 }

@@ -1,0 +1,325 @@
+/* The C API used as a server uses it, with no command in between: several
+ * runtimes on one loaded model, called from several threads of the
+ * application at once, must give each call the output a single-threaded run
+ * gives; the application's threads keep their CPU affinity; failures say
+ * which kind they are; the GEMM blocking of a runtime changes no bit. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "tessera-config.h"
+#include "core/runtime.h"
+#include "core/tessera.h"
+#include "tests/api_util.h"
+#include "tests/testutil.h"
+
+static char err[1024];
+
+/* The helpers of tests/api_util.c, failing the test on error. */
+static api_inputs *read_inputs(void)
+{
+    api_inputs *in = malloc(sizeof *in);
+    cr_assert(in);
+    cr_assert_eq(api_read_inputs(test_srcdir(), in, err, sizeof err), 0, "%s", err);
+    return in;
+}
+
+static tessera_model *load_model(void)
+{
+    tessera_model *m;
+    cr_assert_eq(api_load_model(test_srcdir(), &m, err, sizeof err), 0, "%s", err);
+    return m;
+}
+
+static tessera_runtime *runtime(int workers, int worker, int threads)
+{
+    tessera_runtime *rt;
+    cr_assert_eq(api_runtime(workers, worker, threads, &rt, err, sizeof err), 0, "%s", err);
+    return rt;
+}
+
+static char *answers(tessera_runtime *rt, const tessera_model *m, const api_inputs *in)
+{
+    char why[1024];
+    char *text = api_answers(rt, m, in, why, sizeof why);
+    cr_assert(text, "%s", why);
+    return text;
+}
+
+static int same_mask(const cpu_set_t *a, const cpu_set_t *b) { return CPU_EQUAL(a, b); }
+
+/* ---- Several application threads, several runtimes, one model -------------- */
+
+typedef struct caller {
+    tessera_runtime *rt;
+    const tessera_model *m;
+    const api_inputs *in;
+    const char *expected;
+    int rounds;
+    int mismatches;
+    int mask_changed;
+} caller;
+
+static void *call_repeatedly(void *arg)
+{
+    caller *c = arg;
+    cpu_set_t before, after;
+    sched_getaffinity(0, sizeof before, &before);
+    for (int r = 0; r < c->rounds; r++) {
+        char *got = answers(c->rt, c->m, c->in);
+        c->mismatches += strcmp(got, c->expected) != 0;
+        free(got);
+    }
+    sched_getaffinity(0, sizeof after, &after);
+    c->mask_changed = !same_mask(&before, &after);
+    return NULL;
+}
+
+/* Runs `callers` application threads at once, caller i on runtimes[i %
+ * n_rt], each checking every round against `expected`. */
+static void run_callers(tessera_runtime **runtimes, int n_rt, int callers, const tessera_model *m,
+                        const api_inputs *in, const char *expected, int rounds)
+{
+    pthread_t threads[16];
+    caller c[16];
+    cr_assert_leq(callers, 16);
+    for (int i = 0; i < callers; i++) {
+        c[i] = (caller){.rt = runtimes[i % n_rt], .m = m, .in = in, .expected = expected,
+                        .rounds = rounds};
+        cr_assert_eq(pthread_create(&threads[i], NULL, call_repeatedly, &c[i]), 0);
+    }
+    for (int i = 0; i < callers; i++) {
+        pthread_join(threads[i], NULL);
+        cr_expect_eq(c[i].mismatches, 0, "caller %d: %d of %d rounds differ from one thread", i,
+                     c[i].mismatches, rounds);
+        cr_expect_eq(c[i].mask_changed, 0, "caller %d: its CPU affinity changed", i);
+    }
+}
+
+/* The done-when line: 2 runtimes of 1 thread on this machine, called from 2
+ * threads at once on one model, give what one runtime gives, and no
+ * application thread's CPU mask changes (the main thread's neither: not by
+ * the load, the runtimes or the calls). */
+Test(api, two_runtimes_from_two_threads)
+{
+    cpu_set_t mask, after;
+    cr_assert_eq(sched_getaffinity(0, sizeof mask, &mask), 0);
+    api_inputs *in = read_inputs();
+    tessera_model *m = load_model();
+    cr_assert_eq(sched_getaffinity(0, sizeof after, &after), 0);
+    cr_expect(same_mask(&mask, &after), "loading the model changed the caller's affinity");
+
+    tessera_runtime *one = runtime(1, 0, 1);
+    char *expected = answers(one, m, in);
+    tessera_runtime_free(one);
+
+    tessera_runtime *rts[2] = {runtime(2, 0, 1), runtime(2, 1, 1)};
+    run_callers(rts, 2, 2, m, in, expected, 3);
+    cr_assert_eq(sched_getaffinity(0, sizeof after, &after), 0);
+    cr_expect(same_mask(&mask, &after), "the runtimes or calls changed the caller's affinity");
+
+    tessera_runtime_free(rts[0]);
+    tessera_runtime_free(rts[1]);
+    free(expected);
+    tessera_model_free(m);
+    free(in);
+}
+
+/* 8 application threads share 2 runtimes (their calls queue on each) and the
+ * default runtime's model: every answer is the single-threaded one. */
+Test(api, eight_threads_translate_and_score_at_once, .timeout = 240)
+{
+    api_inputs *in = read_inputs();
+    tessera_model *m = load_model();
+    tessera_runtime *one = runtime(1, 0, 1);
+    char *expected = answers(one, m, in);
+    tessera_runtime_free(one);
+
+    tessera_runtime *rts[2] = {runtime(2, 0, 1), runtime(2, 1, 1)};
+    run_callers(rts, 2, 8, m, in, expected, 2);
+    tessera_runtime_free(rts[0]);
+    tessera_runtime_free(rts[1]);
+    free(expected);
+    tessera_model_free(m);
+    free(in);
+}
+
+/* ---- The GEMM frame's loops, several passes each ----------------------------- */
+
+/* A model with d_model 64 and 128-row calls, run with block sizes so small
+ * that every loop of the frame (k pieces, row blocks, column blocks, decode
+ * turns, int8 pieces) runs several times: the same bits as the kernel set's
+ * own blocking, for every compute type. */
+Test(api, small_gemm_blocks_change_no_bit)
+{
+    static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16,
+                                                 TESSERA_COMPUTE_INT8};
+    tessera_config c;
+    tessera_config_defaults(&c);
+    c.d_model = 64;
+    c.n_heads = 4;
+    c.d_ff = 96;
+    c.n_encoder_layers = c.n_decoder_layers = 2;
+    c.src_vocab_size = c.tgt_vocab_size = 50;
+    c.max_positions = 64;
+    api_inputs *in = calloc(1, sizeof *in);
+    cr_assert(in);
+    in->n = 16;
+    for (size_t i = 0; i < in->n; i++) {
+        for (size_t t = 0; t < 12; t++) {
+            in->ids[i][t] = (int32_t)(4 + (i * 7 + t * 3) % 46);
+            in->tgt_ids[i][t] = (int32_t)(4 + (i * 5 + t * 11) % 46);
+        }
+        in->src[i] = (tessera_tokens){in->ids[i], 8 + i % 5};
+        in->tgt[i] = (tessera_tokens){in->tgt_ids[i], 12};
+    }
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        tessera_load_options lo;
+        tessera_model *m;
+        tessera_load_options_init(&lo);
+        lo.compute_type = types[ti];
+        cr_assert_eq(tessera_model_random_with(&c, 5, &lo, &m, err, sizeof err), 0, "%s", err);
+        tessera_runtime *plain = runtime(1, 0, 1), *tiny = runtime(1, 0, 1);
+        tsr_gemm_blocks b = {.kc = 8, .a_block_floats = 1, .b_block_floats = 1, .i8_kc4 = 2,
+                             .decode_kc = 4};
+        tsr_runtime_set_gemm_blocks(tiny, &b);
+        char *want = answers(plain, m, in), *got = answers(tiny, m, in);
+        cr_expect_str_eq(got, want, "%s: small GEMM blocks changed the output",
+                         tessera_compute_type_name(types[ti]));
+        free(want);
+        free(got);
+        tessera_runtime_free(plain);
+        tessera_runtime_free(tiny);
+        tessera_model_free(m);
+    }
+    free(in);
+}
+
+/* ---- The encoder alone ---------------------------------------------------------- */
+
+Test(api, encode_is_the_same_in_any_batch_and_runtime)
+{
+    api_inputs *in = read_inputs();
+    tessera_model *m = load_model();
+    size_t d = (size_t)tessera_model_config(m)->d_model;
+    tessera_runtime *a = runtime(1, 0, 1), *b = runtime(1, 0, 2);
+    tessera_encode_options o1, o4;
+    tessera_encode_options_init(&o1);
+    tessera_encode_options_init(&o4);
+    o4.batch = 4;
+    float **x, **y;
+    cr_assert_eq(tessera_encode_with(a, m, in->src, in->n, &o1, &x, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_encode_with(b, m, in->src, in->n, &o4, &y, err, sizeof err), 0, "%s", err);
+    for (size_t i = 0; i < in->n; i++)
+        cr_expect_eq(memcmp(x[i], y[i], in->src[i].len * d * sizeof(float)), 0,
+                     "sentence %zu: batch 4 on 2 threads differs from batch 1 on 1", i + 1);
+    tessera_encodings_free(x, in->n);
+    tessera_encodings_free(y, in->n);
+    tessera_runtime_free(a);
+    tessera_runtime_free(b);
+    tessera_model_free(m);
+    free(in);
+}
+
+/* ---- Status codes, options, version -------------------------------------------- */
+
+Test(api, bad_input_says_so)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 1);
+    int32_t bad[] = {1, 2, 999};
+    tessera_tokens src = {bad, 3};
+    tessera_translate_options o;
+    tessera_hypothesis *h;
+    tessera_translate_options_init(&o);
+    cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &o, &h, err, sizeof err),
+                 TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "sentence 1") && strstr(err, "999"), "%s", err);
+    cr_expect_null(h);
+    /* The older function: -1 for any error. */
+    cr_expect_eq(tessera_translate(m, &src, 1, &o, &h, err, sizeof err), -1);
+    o.beam = 0;
+    src.len = 2;
+    cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &o, &h, err, sizeof err),
+                 TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "beam size 0"), "%s", err);
+    cr_expect_eq(tessera_translate_with(NULL, m, &src, 1, &o, &h, err, sizeof err),
+                 TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "runtime is NULL"), "%s", err);
+    cr_expect_str_eq(tessera_status_name(TESSERA_ERR_NOMEM), "out of memory");
+    cr_expect_str_eq(tessera_status_name(42), "unknown status");
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}
+
+Test(api, runtime_options_are_checked)
+{
+    tessera_runtime_options o;
+    tessera_runtime *rt;
+    tessera_runtime_options_init(&o);
+    o.workers = 2;
+    o.worker = 2;
+    cr_expect_eq(tessera_runtime_create(&o, &rt, err, sizeof err), TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "worker 2"), "%s", err);
+    cr_expect_null(rt);
+    tessera_runtime_options_init(&o);
+    o.threads = -3;
+    cr_expect_eq(tessera_runtime_create(&o, &rt, err, sizeof err), TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "threads -3"), "%s", err);
+    tessera_runtime_options_init(&o);
+    o.numa = "spread";
+    cr_expect_eq(tessera_runtime_create(&o, &rt, err, sizeof err), TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "'spread'"), "%s", err);
+    /* Defaults: the cores shared among the workers, at least one thread. */
+    cr_assert_eq(tessera_runtime_create(NULL, &rt, err, sizeof err), 0, "%s", err);
+    cr_expect_geq(tessera_runtime_threads(rt), 1);
+    char text[4096];
+    cr_expect_eq(tessera_runtime_describe(rt, text, sizeof text), 0);
+    cr_expect(strstr(text, "placement:"), "%s", text);
+    tessera_runtime_free(rt);
+    tessera_runtime_free(NULL);
+}
+
+/* A model too large for the address space this test allows itself is an
+ * out-of-memory error, not bad input, and leaves the library usable. */
+Test(api, out_of_memory_is_its_own_kind)
+{
+    struct rlimit limit = {(rlim_t)3 << 30, (rlim_t)3 << 30};
+    cr_assert_eq(setrlimit(RLIMIT_AS, &limit), 0);
+    tessera_config c;
+    tessera_config_defaults(&c);
+    c.d_model = 4096;
+    c.n_heads = 16;
+    c.d_ff = 16384;
+    c.n_encoder_layers = c.n_decoder_layers = 6;
+    c.src_vocab_size = c.tgt_vocab_size = 32000;
+    tessera_model *m;
+    cr_expect_eq(tessera_model_random_with(&c, 1, NULL, &m, err, sizeof err), TESSERA_ERR_NOMEM,
+                 "%s", err);
+    cr_expect(strstr(err, "out of memory"), "%s", err);
+    cr_expect_null(m);
+    /* The legacy call keeps its -1. */
+    cr_expect_eq(tessera_model_random(&c, 1, &m, err, sizeof err), -1);
+    m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 1);
+    api_inputs *in = read_inputs();
+    free(answers(rt, m, in));
+    free(in);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}
+
+Test(api, version)
+{
+    cr_expect_str_eq(tessera_version(), TESSERA_VERSION);
+    cr_expect_str_eq(tessera_version(), PACKAGE_VERSION);
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", TESSERA_VERSION_MAJOR, TESSERA_VERSION_MINOR,
+             TESSERA_VERSION_PATCH);
+    cr_expect_str_eq(tessera_version(), expected);
+}
