@@ -311,7 +311,9 @@ static int step(search *b, char *err, size_t err_len)
     return 0;
 }
 
-static void output(search *b, tessera_hypothesis *out)
+/* Hands each sentence's K best to out; TESSERA_ERR_NOMEM when an empty
+ * hypothesis cannot be allocated (the caller frees what out holds). */
+static int output(search *b, tessera_hypothesis *out)
 {
     size_t K = (size_t)b->o->n_best;
     for (size_t si = 0; si < b->n; si++) {
@@ -327,9 +329,12 @@ static void output(search *b, tessera_hypothesis *out)
                 h->ids = malloc(sizeof(int32_t));
                 h->len = 0;
                 h->score = -INFINITY;
+                if (!h->ids)
+                    return TESSERA_ERR_NOMEM;
             }
         }
     }
+    return 0;
 }
 
 static int init(search *b, char *err, size_t err_len)
@@ -409,8 +414,8 @@ int tsr_beam_search(const tsr_exec *ex, const tessera_tokens *src, size_t n,
         while (rc == 0)
             rc = step(&b, err, err_len);
         rc = rc < 0 ? rc : 0;
-        if (rc == 0)
-            output(&b, out);
+        if (rc == 0 && output(&b, out) != 0)
+            rc = tsr_fail_oom(err, err_len, "out of memory for the output");
         tsr_decoder_free(&b.dec);
         tsr_source_batch_free(ex->m, &sb);
     }
