@@ -111,5 +111,6 @@ int cli_translate(int argc, char **argv);
 int cli_score(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_serve(int argc, char **argv); /* cli/serve.c, when built with libmicrohttpd */
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tessera-config.h"
 #include "cli/cli.h"
 #include "cli/model_path.h"
 
@@ -21,6 +22,8 @@ static void usage(FILE *f)
             "                      installed models\n"
             "  bench               timed runs on built-in Transformer-base/-big models,\n"
             "                      or on a model (--model MODEL)\n"
+            "  serve -m MODEL      an HTTP server answering translate and score requests,\n"
+            "                      batching concurrent ones%s\n"
             "MODEL is a model directory, or the name of an installed model (looked up in\n"
             "TESSERA_MODELS_PATH's directories, then in %s).\n"
             "\n"
@@ -29,6 +32,11 @@ static void usage(FILE *f)
             "default the best this CPU runs: avx512, then avx2, then scalar; neon on\n"
             "AArch64); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
             "(colon-separated directories) is searched for models before the installed ones.\n",
+#ifdef HAVE_MICROHTTPD
+            "",
+#else
+            " (not in this build: no libmicrohttpd)",
+#endif
             cli_models_dir());
 }
 
@@ -55,5 +63,12 @@ int main(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cli_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+#ifdef HAVE_MICROHTTPD
+        return cli_serve(argc - 1, argv + 1);
+#else
+        return cli_error("serve: this tessera was built without libmicrohttpd "
+                         "(install libmicrohttpd-dev and configure again)");
+#endif
     return cli_error("unknown command '%s' (try 'tessera --help')", cmd);
 }

@@ -47,26 +47,16 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$model" ] || { echo "workers.sh: -m MODEL is required (see --help)" >&2; exit 2; }
 [ -x "$tessera" ] || { echo "workers.sh: '$tessera' is not an executable (-t)" >&2; exit 2; }
-case $(date +%N) in
-*[!0-9]*) echo "workers.sh: needs a date(1) that prints nanoseconds (%N)" >&2; exit 2 ;;
-esac
-[ -f "$model/config.json" ] || { echo "workers.sh: $model is not a model directory (no config.json)" >&2; exit 2; }
-vocab=$(sed -n 's/.*"src_vocab_size"[^0-9]*\([0-9]*\).*/\1/p' "$model/config.json")
-[ -n "$vocab" ] || { echo "workers.sh: no src_vocab_size in $model/config.json" >&2; exit 2; }
+prog=workers.sh
+# shellcheck source=perf/short-sentences.sh
+. "$(dirname "$0")/short-sentences.sh"
+check_model "$model"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-awk -v n="$sentences" -v v="$vocab" 'BEGIN {
-    srand(1)
-    for (i = 0; i < n; i++) {
-        len = 4 + int(rand() * 8); line = ""
-        for (t = 0; t < len; t++) line = line (t ? " " : "") 4 + int(rand() * (v - 4))
-        print line
-    }
-}' >"$work/in"
+write_sentences "$sentences" "$vocab" "$work/in"
 : >"$work/empty"
 
-now() { date +%s.%N; }
 # Seconds one command takes; its output goes to $work/out.$2.
 run() { # input split
     w=${2%x*} k=${2#*x}
@@ -94,7 +84,6 @@ while [ "$i" -lt "$rounds" ]; do
     i=$((i + 1))
 done
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "# $(basename "$model"), $type, $sentences sentences of 4-11 ids, --max-len $max_len, --batch $batch, $rounds rounds"
 echo "# $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
 printf '%-8s %10s %10s %12s %8s\n' split load_s decode_s sentences/s speedup

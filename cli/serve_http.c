@@ -1,0 +1,444 @@
+/* tessera serve: HTTP on libmicrohttpd. One thread per connection (bounded
+ * by --max-connections): a request thread parses the body, queues its job
+ * and sleeps until the workers have answered every sentence, checking every
+ * 100 ms whether its client has gone (then what is still queued is dropped).
+ *
+ *   POST /v1/translate, POST /v1/score   the jobs (cli/serve_request.c)
+ *   GET /v1/health                       200 ready / 503 loading or stopping
+ *   GET /v1/model                        config, compute type, kernel set, workers
+ *   GET /metrics                         Prometheus text (cli/serve_metrics.c) */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#ifdef __linux__
+#include <linux/filter.h>
+#endif
+
+#include "cli/serve.h"
+
+struct srv_http {
+    struct MHD_Daemon *daemon;
+    const srv_settings *s;
+    srv_metrics *metrics;
+    pthread_mutex_t lock;
+    int in_flight;        /* requests begun and not yet completed */
+    int ready, stopping;
+    int closed;           /* drained: later requests must not reach the batcher */
+    const cli_model *cm;  /* once ready */
+    srv_batcher *batcher; /* once ready */
+    int port;
+};
+
+/* What a request carries between the calls libmicrohttpd makes for it. */
+typedef struct exchange {
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int arriving; /* counted by the batcher as arriving */
+    struct timespec arrival;
+    struct MHD_Connection *connection;
+} exchange;
+
+static double seconds_since(struct timespec t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+}
+
+/* Queues `text` (malloc'd, taken over; NULL means out of memory) as the
+ * answer with `status`, and counts it. */
+static enum MHD_Result answer(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                              const exchange *x, int status, char *text, const char *type)
+{
+    static char oom[] = "{\"error\":{\"kind\":\"internal\",\"message\":\"out of memory\"}}";
+    struct MHD_Response *r;
+    if (!text) {
+        status = 500;
+        type = "application/json";
+        r = MHD_create_response_from_buffer(strlen(oom), oom, MHD_RESPMEM_PERSISTENT);
+    } else {
+        r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!r)
+            free(text);
+    }
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == 503)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    pthread_mutex_lock(&h->lock);
+    int closing = h->stopping;
+    pthread_mutex_unlock(&h->lock);
+    if (closing) /* so that draining ends: no further request on this connection */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    srv_metrics_request(h->metrics, endpoint, status, seconds_since(x->arrival));
+    return ok;
+}
+
+static enum MHD_Result error(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                             const exchange *x, int status, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static enum MHD_Result error(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                             const exchange *x, int status, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *kind = status == 400   ? "bad_request"
+                       : status == 404 ? "not_found"
+                       : status == 405 ? "bad_method"
+                       : status == 413 ? "body_too_large"
+                       : status == 503 ? "overloaded"
+                                       : "internal";
+    return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
+}
+
+/* The request is no longer arriving: queued, refused or gone. */
+static void arrived(srv_http *h, exchange *x)
+{
+    if (x->arriving) {
+        x->arriving = 0;
+        srv_batcher_arriving(h->batcher, -1);
+    }
+}
+
+/* 1 when the client has closed its side of the connection. */
+static int client_gone(void *arg)
+{
+    struct MHD_Connection *c = arg;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info)
+        return 0;
+    char byte;
+    ssize_t n = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                               srv_kind kind, exchange *x)
+{
+    char err[600];
+    int status;
+    if (x->too_large) {
+        arrived(h, x);
+        return error(h, c, endpoint, x, 413, "body: more than %zu bytes", h->s->max_body);
+    }
+    srv_job *job =
+        srv_job_parse(kind, x->body ? x->body : "", x->len, h->cm, h->s, &status, err, sizeof err);
+    if (!job) {
+        arrived(h, x);
+        return error(h, c, endpoint, x, status, "%s", err);
+    }
+    int queued = srv_batcher_submit(h->batcher, job);
+    arrived(h, x);
+    if (queued != 0) {
+        srv_job_free(job);
+        return error(h, c, endpoint, x, 503,
+                     "the queue is full (%d sentences) or the server is stopping; retry later",
+                     h->s->max_queue);
+    }
+    if (srv_batcher_wait(h->batcher, job, client_gone, c)) {
+        srv_job_free(job);
+        srv_metrics_request(h->metrics, endpoint, 499, seconds_since(x->arrival));
+        return MHD_NO; /* nobody to answer: close */
+    }
+    if (job->status != 0) {
+        status = job->status == TESSERA_ERR_NOMEM ? 503 : job->status == TESSERA_ERR_INPUT ? 400
+                                                                                          : 500;
+        enum MHD_Result r = error(h, c, endpoint, x, status, "%s", job->err);
+        srv_job_free(job);
+        return r;
+    }
+    char *text = srv_job_answer(job, h->cm);
+    srv_job_free(job);
+    return answer(h, c, endpoint, x, 200, text, "application/json");
+}
+
+static char *model_json(const srv_http *h)
+{
+    const tessera_config *cfg = h->cm->cfg;
+    const srv_settings *s = h->s;
+    char err[256];
+    const char *set = tessera_kernel_set(err, sizeof err);
+    json_t *root = json_pack(
+        "{s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:i,s:i,s:i},s:s,s:s,s:s,s:i,s:i,s:b,"
+        "s:{s:i,s:i,s:i,s:i,s:I}}",
+        "config", "d_model", cfg->d_model, "n_heads", cfg->n_heads, "d_ff", cfg->d_ff,
+        "n_encoder_layers", cfg->n_encoder_layers, "n_decoder_layers", cfg->n_decoder_layers,
+        "src_vocab_size", cfg->src_vocab_size, "tgt_vocab_size", cfg->tgt_vocab_size,
+        "max_positions", cfg->max_positions, "norm_first", cfg->norm_first, "bos_id",
+        cfg->bos_id, "eos_id", cfg->eos_id, "pad_id", cfg->pad_id, "unk_id", cfg->unk_id,
+        "directory", h->cm->dir, "compute_type",
+        tessera_compute_type_name(tessera_model_compute_type(h->cm->model)),
+        "kernel_set", set ? set : "?", "workers", h->cm->n_runtimes, "threads_per_worker",
+        tessera_runtime_threads(h->cm->runtimes[0]), "text", h->cm->src_vocab != NULL,
+        "batching", "max_batch", s->max_batch, "max_batch_tokens", s->max_batch_tokens,
+        "batch_wait_ms", s->batch_wait_ms, "max_queue", s->max_queue, "max_body",
+        (json_int_t)s->max_body);
+    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    return text;
+}
+
+static char *health_json(const char *status)
+{
+    json_t *root = json_pack("{s:s}", "status", status);
+    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    return text;
+}
+
+static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *url,
+                             const char *method, exchange *x)
+{
+    pthread_mutex_lock(&h->lock);
+    int ready = h->ready && !h->closed, stopping = h->stopping;
+    pthread_mutex_unlock(&h->lock);
+    const int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    const int translate = strcmp(url, "/v1/translate") == 0, score = strcmp(url, "/v1/score") == 0;
+    if (strcmp(url, "/v1/health") == 0) {
+        if (!get)
+            return error(h, c, url, x, 405, "%s %s: use GET", method, url);
+        const char *state = stopping ? "stopping" : !ready ? "loading" : "ready";
+        return answer(h, c, url, x, ready && !stopping ? 200 : 503, health_json(state),
+                      "application/json");
+    }
+    if (strcmp(url, "/metrics") == 0) {
+        if (!get)
+            return error(h, c, url, x, 405, "%s %s: use GET", method, url);
+        char *text = srv_metrics_text(h->metrics, ready ? srv_batcher_depth(h->batcher) : 0,
+                                      ready ? h->cm->n_runtimes : 0);
+        return answer(h, c, url, x, 200, text, "text/plain; version=0.0.4");
+    }
+    if (!translate && !score && strcmp(url, "/v1/model") != 0)
+        return error(h, c, "other", x, 404,
+                     "%s: no such endpoint (POST /v1/translate, POST /v1/score, GET /v1/health, "
+                     "GET /v1/model, GET /metrics)",
+                     url);
+    if ((translate || score) ? !post : !get)
+        return error(h, c, url, x, 405, "%s %s: use %s", method, url,
+                     (translate || score) ? "POST" : "GET");
+    if (!ready)
+        return error(h, c, url, x, 503, stopping ? "the server is stopping"
+                                                 : "the model is still loading");
+    if (!translate && !score)
+        return answer(h, c, url, x, 200, model_json(h), "application/json");
+    return run_job(h, c, url, translate ? SRV_TRANSLATE : SRV_SCORE, x);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_size, void **state)
+{
+    (void)version;
+    srv_http *h = cls;
+    exchange *x = *state;
+    if (!x) { /* the headers have arrived */
+        x = calloc(1, sizeof *x);
+        if (!x)
+            return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &x->arrival);
+        x->connection = c;
+        *state = x;
+        pthread_mutex_lock(&h->lock);
+        h->in_flight++;
+        srv_batcher *b = h->ready && !h->closed ? h->batcher : NULL;
+        pthread_mutex_unlock(&h->lock);
+        if (b && strcmp(method, "POST") == 0 &&
+            (strcmp(url, "/v1/translate") == 0 || strcmp(url, "/v1/score") == 0)) {
+            x->arriving = 1;
+            srv_batcher_arriving(b, +1);
+        }
+        return MHD_YES;
+    }
+    if (*data_size > 0) { /* a piece of the body */
+        if (x->too_large || x->len + *data_size > h->s->max_body) {
+            x->too_large = 1; /* read and dropped; answered 413 at the end */
+        } else {
+            if (x->len + *data_size + 1 > x->cap) {
+                size_t cap = x->cap ? 2 * x->cap : 4096;
+                while (cap < x->len + *data_size + 1)
+                    cap *= 2;
+                char *body = realloc(x->body, cap);
+                if (!body)
+                    return MHD_NO;
+                x->body = body;
+                x->cap = cap;
+            }
+            memcpy(x->body + x->len, data, *data_size);
+            x->len += *data_size;
+            x->body[x->len] = '\0';
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    return route(h, c, url, method, x);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)c;
+    (void)why;
+    srv_http *h = cls;
+    exchange *x = *state;
+    if (!x)
+        return;
+    arrived(h, x); /* refused before it was queued, or the client left */
+    free(x->body);
+    free(x);
+    *state = NULL;
+    pthread_mutex_lock(&h->lock);
+    h->in_flight--;
+    pthread_mutex_unlock(&h->lock);
+}
+
+srv_http *srv_http_start(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *addr;
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    int rc = getaddrinfo(s->host, port, &hints, &addr);
+    if (rc != 0) {
+        snprintf(err, err_len, "--host %s: %s", s->host, gai_strerror(rc));
+        return NULL;
+    }
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        freeaddrinfo(addr);
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    h->s = s;
+    h->metrics = metrics;
+    pthread_mutex_init(&h->lock, NULL);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ITC | (addr->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    h->daemon = MHD_start_daemon(
+        flags, (uint16_t)s->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
+        addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)60, MHD_OPTION_END);
+    freeaddrinfo(addr);
+    if (!h->daemon) {
+        snprintf(err, err_len, "cannot listen on %s port %d (in use, or not an address of this "
+                 "machine?)", s->host, s->port);
+        srv_http_stop(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : s->port;
+    return h;
+}
+
+int srv_http_port(const srv_http *h) { return h->port; }
+
+void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b)
+{
+    pthread_mutex_lock(&h->lock);
+    h->cm = cm;
+    h->batcher = b;
+    h->ready = 1;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void srv_http_quiesce(srv_http *h)
+{
+    pthread_mutex_lock(&h->lock);
+    h->stopping = 1;
+    pthread_mutex_unlock(&h->lock);
+    MHD_socket listener = MHD_quiesce_daemon(h->daemon);
+    if (listener == MHD_INVALID_SOCKET)
+        return;
+    /* Connections the system completed before the socket closes are
+     * accepted ones to their clients: hand them to the daemon rather than
+     * reset them. Closing a listening socket resets the connections still
+     * in its backlog, so first, where the system allows, new connections
+     * are stopped at the door: a filter that drops every packet arriving at
+     * the listening socket (a client's SYN goes unanswered, and its retry
+     * finds the port closed); connections established before it are not
+     * affected. Elsewhere one arriving between the last accept and the
+     * close is reset. */
+#ifdef SO_ATTACH_FILTER
+    struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog filter = {.len = 1, .filter = &drop_all};
+    setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof filter);
+#endif
+    int flags = fcntl(listener, F_GETFL);
+    if (flags >= 0 && fcntl(listener, F_SETFL, flags | O_NONBLOCK) == 0) {
+        for (;;) {
+            struct sockaddr_storage addr;
+            socklen_t len = sizeof addr;
+            int fd = accept(listener, (struct sockaddr *)&addr, &len);
+            if (fd < 0)
+                break;
+            MHD_add_connection(h->daemon, fd, (struct sockaddr *)&addr, len);
+        }
+    }
+    close(listener);
+}
+
+/* Connections open on the daemon. */
+static unsigned open_connections(const srv_http *h)
+{
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+void srv_http_drain(srv_http *h)
+{
+    /* Until no request is in progress and every connection has closed (each
+     * answer given while stopping closes its connection), or, for clients
+     * that keep a connection open without sending a request, DRAIN_GRACE_MS
+     * after the last request ended. */
+    enum { DRAIN_GRACE_MS = 3000, POLL_MS = 10 };
+    int idle_ms = 0;
+    for (;;) {
+        /* The daemon's count is read without our lock held: the daemon may
+         * hold its own while it calls on_completed, which takes ours. */
+        unsigned connections = open_connections(h);
+        pthread_mutex_lock(&h->lock);
+        if (h->in_flight > 0) {
+            idle_ms = 0;
+        } else if (connections == 0 || idle_ms >= DRAIN_GRACE_MS) {
+            h->closed = 1; /* atomically with in_flight 0: a request begun later sees it */
+            pthread_mutex_unlock(&h->lock);
+            return;
+        }
+        pthread_mutex_unlock(&h->lock);
+        struct timespec pause = {0, POLL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+        idle_ms += POLL_MS;
+    }
+}
+
+void srv_http_stop(srv_http *h)
+{
+    if (!h)
+        return;
+    if (h->daemon)
+        MHD_stop_daemon(h->daemon);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}

@@ -1,0 +1,5 @@
+#!/bin/sh
+# In a build without libmicrohttpd, tessera serve and its tests do not
+# exist: say so as a SKIP, never a pass.
+echo "tessera serve is not built (configure found no libmicrohttpd-dev): its tests are skipped"
+exit 77
