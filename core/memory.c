@@ -10,11 +10,16 @@ void *tsr_alloc(size_t n, size_t size)
     if (size != 0 && n > SIZE_MAX / size)
         return NULL;
     size_t bytes = n * size;
-    /* Round up so the kernels may read whole vectors past a row's end
-     * within the allocation, and never ask for zero bytes. */
-    bytes = (bytes + TSR_ALIGN - 1) / TSR_ALIGN * TSR_ALIGN;
-    if (bytes == 0)
-        bytes = TSR_ALIGN;
+    /* Round up, and add one more vector (TSR_ALIGN, 64 bytes): the kernels'
+     * masked loads of a row's tail (vmaskmovps, AVX-512 masked loads) may
+     * touch bytes past the buffer's end in their masked-off lanes. The
+     * architecture promises no fault there, but not every implementation
+     * keeps the promise (AMD documents that it may fault; qemu's TCG did,
+     * reading a KV cache that ended at a page boundary under
+     * .ci/no-avx512), so those bytes are always ours. */
+    if (bytes > SIZE_MAX - 2 * TSR_ALIGN)
+        return NULL;
+    bytes = (bytes + TSR_ALIGN - 1) / TSR_ALIGN * TSR_ALIGN + TSR_ALIGN;
     void *p = NULL;
     if (posix_memalign(&p, TSR_ALIGN, bytes) != 0)
         return NULL;
