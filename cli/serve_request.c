@@ -68,9 +68,10 @@ static long sentence_list(json_t *body, const char *name, int as_text, const srv
     return (long)json_array_size(list);
 }
 
-/* Sentence i of list `name` into ids (grown as needed). */
+/* Sentence i of list `name` into ids (grown as needed). A target (is_target)
+ * may be empty, and BOS goes before it within max_positions. */
 static int read_sentence(json_t *list, const char *name, size_t i, int as_text,
-                         const cli_vocab *vocab, int vocab_size, int unk_id, int allow_empty,
+                         const cli_vocab *vocab, int vocab_size, int unk_id, int is_target,
                          size_t max_len, cli_ids *ids, int *http_status, char *err,
                          size_t err_len)
 {
@@ -102,12 +103,16 @@ static int read_sentence(json_t *list, const char *name, size_t i, int as_text,
             ids->ids[ids->len++] = (int32_t)json_integer_value(id);
         }
     }
-    if (ids->len == 0 && !allow_empty)
+    if (ids->len == 0 && !is_target)
         return fail(http_status, 400, err, err_len, "%s[%zu]: empty sentence", name, i);
-    if (ids->len > max_len)
+    if (ids->len > max_len && !is_target)
         return fail(http_status, 400, err, err_len,
                     "%s[%zu]: %zu tokens, more than max_positions (%zu)", name, i, ids->len,
                     max_len);
+    if (ids->len > max_len) /* a target: BOS goes before it */
+        return fail(http_status, 400, err, err_len,
+                    "%s[%zu]: %zu tokens: BOS + target is longer than max_positions (%zu)", name,
+                    i, ids->len, max_len + 1);
     return 0;
 }
 
