@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "tessera-config.h"
@@ -291,6 +292,18 @@ Test(api, out_of_memory_is_its_own_kind)
 {
     struct rlimit limit = {(rlim_t)3 << 30, (rlim_t)3 << 30};
     cr_assert_eq(setrlimit(RLIMIT_AS, &limit), 0);
+    /* qemu-user (.ci/neon) keeps a guest's address-space limit to itself and
+     * never applies it: there, more than the limit can still be had, and
+     * this test can only say so. */
+    size_t beyond_limit = (size_t)4 << 30;
+    void *beyond = mmap(NULL, beyond_limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (beyond != MAP_FAILED) {
+        munmap(beyond, beyond_limit);
+        /* Criterion names skipped tests only when verbose: name it here. */
+        const char *why = "RLIMIT_AS is not enforced here (an emulator?): 4 GiB mapped under a 3 GiB limit";
+        fprintf(stderr, "SKIP: api::out_of_memory_is_its_own_kind: %s\n", why);
+        cr_skip_test("%s", why);
+    }
     tessera_config c;
     tessera_config_defaults(&c);
     c.d_model = 4096;
