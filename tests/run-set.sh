@@ -50,9 +50,10 @@ exact_of() {
 }
 f32_greedy=
 f32_beam=
-# TESSERA_TEST_ACCURACY=quick (for runs under an emulator of the same code,
-# e.g. .ci/no-avx512) keeps the batch-16 runs and, for bf16 and int8, greedy
-# decoding only; the default, full, runs them all.
+# TESSERA_TEST_ACCURACY=quick (for runs that repeat code make check has run,
+# or run under an emulator: .ci/no-avx512, .ci/neon, the distcheck in
+# .ci/run) keeps the batch-16 runs and, for bf16 and int8, greedy decoding
+# only; the default, full, runs them all.
 accuracy=${TESSERA_TEST_ACCURACY:-full}
 f32_runs="--beam 1 --batch 1|--beam 1 --batch 16|--beam 4 --batch 1|--beam 4 --batch 16"
 reduced_decodings="greedy beam"
