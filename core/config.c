@@ -135,6 +135,43 @@ static int read_activation(const json_t *root, tessera_config *cfg, char *err, s
                     name);
 }
 
+static const struct {
+    const char *name;
+    tessera_layer_norm_form value;
+} layer_norm_forms[] = {
+    {"variance", TESSERA_LAYER_NORM_VARIANCE},
+    {"std", TESSERA_LAYER_NORM_STD},
+    {"std_unbiased", TESSERA_LAYER_NORM_STD_UNBIASED},
+};
+
+static int read_layer_norm_form(const json_t *root, tessera_config *cfg, char *err,
+                                size_t err_len)
+{
+    const json_t *v = json_object_get(root, "layer_norm_form");
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return tsr_fail(err, err_len, "key 'layer_norm_form': expected a string, got %s",
+                        tsr_json_kind(v));
+    const char *name = json_string_value(v);
+    for (size_t i = 0; i < sizeof layer_norm_forms / sizeof layer_norm_forms[0]; i++) {
+        if (strcmp(name, layer_norm_forms[i].name) == 0) {
+            cfg->layer_norm_form = layer_norm_forms[i].value;
+            return 0;
+        }
+    }
+    return tsr_fail(err, err_len,
+                    "key 'layer_norm_form': unknown form '%s' (variance, std, std_unbiased)", name);
+}
+
+const char *tsr_layer_norm_form_name(tessera_layer_norm_form form)
+{
+    for (size_t i = 0; i < sizeof layer_norm_forms / sizeof layer_norm_forms[0]; i++)
+        if (layer_norm_forms[i].value == form)
+            return layer_norm_forms[i].name;
+    return "unknown";
+}
+
 static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
 {
     const json_t *v = json_object_get(root, "layer_norm_eps");
@@ -166,6 +203,7 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
         rc = tsr_fail(err, err_len, "top level is %s, expected a JSON object", tsr_json_kind(root));
     else if (read_ints(root, cfg, err, err_len) != 0 || read_bools(root, cfg, err, err_len) != 0 ||
              read_activation(root, cfg, err, err_len) != 0 ||
+             read_layer_norm_form(root, cfg, err, err_len) != 0 ||
              read_eps(root, cfg, err, err_len) != 0)
         rc = -1;
     else
@@ -282,6 +320,16 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
     if (c.activation != TESSERA_RELU && c.activation != TESSERA_GELU &&
         c.activation != TESSERA_SILU)
         return tsr_fail(err, err_len, "key 'activation': unknown activation %d", (int)c.activation);
+    if (c.layer_norm_form != TESSERA_LAYER_NORM_VARIANCE &&
+        c.layer_norm_form != TESSERA_LAYER_NORM_STD &&
+        c.layer_norm_form != TESSERA_LAYER_NORM_STD_UNBIASED)
+        return tsr_fail(err, err_len, "key 'layer_norm_form': unknown form %d",
+                        (int)c.layer_norm_form);
+    /* The N - 1 estimate of one element's spread is 0/0. */
+    if (c.layer_norm_form == TESSERA_LAYER_NORM_STD_UNBIASED && c.d_model < 2)
+        return tsr_fail(err, err_len,
+                        "key 'layer_norm_form': 'std_unbiased' needs d_model >= 2, got %d",
+                        c.d_model);
     if (!(c.layer_norm_eps > 0) || !isfinite(c.layer_norm_eps))
         return tsr_fail(err, err_len, "key 'layer_norm_eps': %g is not a positive finite float",
                         (double)c.layer_norm_eps);

@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "core/config.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 static size_t team_size(void) { return (size_t)omp_get_num_threads(); }
@@ -116,7 +118,7 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
         if (r0 < r1)
             ex->ks->add_layernorm(x + r0 * d, d, delta ? delta + r0 * d : NULL, d, r1 - r0, d,
-                                      norm->gamma, norm->beta, m->cfg.layer_norm_eps,
+                                      norm->gamma, norm->beta, tsr_layernorm_of(&m->cfg),
                                       out + r0 * d, d);
     }
 }

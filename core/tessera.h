@@ -62,6 +62,13 @@ typedef enum tessera_activation {
     TESSERA_SILU = 2,
 } tessera_activation;
 
+/* How LayerNorm divides x - mean (config key layer_norm_form). */
+typedef enum tessera_layer_norm_form {
+    TESSERA_LAYER_NORM_VARIANCE = 0,     /* / sqrt(var + eps), biased var: PyTorch */
+    TESSERA_LAYER_NORM_STD = 1,          /* / (std + eps), biased std: Ba et al. */
+    TESSERA_LAYER_NORM_STD_UNBIASED = 2, /* / (std + eps), N - 1 std: Annotated Transformer */
+} tessera_layer_norm_form;
+
 /* Architecture and special ids, as config.json (see INTERFACE.md). */
 typedef struct tessera_config {
     int d_model, n_heads, d_ff;
@@ -73,6 +80,7 @@ typedef struct tessera_config {
     float layer_norm_eps;
     int scale_embedding; /* multiply token embeddings by sqrt(d_model) */
     int bos_id, eos_id, pad_id, unk_id;
+    tessera_layer_norm_form layer_norm_form; /* last: older callers' layouts stay valid */
 } tessera_config;
 
 /* Every field at config.json's default (INTERFACE.md), the required sizes

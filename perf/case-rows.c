@@ -40,7 +40,8 @@ static void layernorm_part(void *ctx, int part, int threads)
     perf_split(j->rows, 1, part, threads, &b, &e);
     if (b < e)
         j->t->add_layernorm(j->x + b * j->n, j->n, j->delta[j->flip] + b * j->n, j->n, e - b,
-                            j->n, j->gamma, j->beta, 1e-5f, j->out + b * j->n, j->n);
+                            j->n, j->gamma, j->beta, (tsr_layernorm_params){TSR_LAYERNORM_VARIANCE, 1e-5f},
+                            j->out + b * j->n, j->n);
 }
 
 static void run_layernorm(void *ctx)

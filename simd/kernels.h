@@ -21,6 +21,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How LayerNorm scales x - mean (config key layer_norm_form; the values are
+ * those of tessera_layer_norm_form): */
+typedef enum tsr_layernorm_form {
+    TSR_LAYERNORM_VARIANCE = 0,     /* / sqrt(var + eps), biased var: PyTorch */
+    TSR_LAYERNORM_STD = 1,          /* / (sqrt(var) + eps), biased var: Ba et al. */
+    TSR_LAYERNORM_STD_UNBIASED = 2, /* / (s + eps), s^2 = var * n/(n-1): Annotated Transformer */
+} tsr_layernorm_form;
+
+typedef struct tsr_layernorm_params {
+    tsr_layernorm_form form;
+    float eps;
+} tsr_layernorm_params;
+
 typedef enum tsr_activation {
     TSR_ACT_NONE = 0,
     TSR_ACT_RELU,
@@ -150,12 +163,12 @@ typedef struct tsr_kernels {
     void (*attention)(const tsr_attention_args *a);
 
     /* For each of `rows` rows: if delta is not NULL, x += delta (stored back
-     * to x); then out = LayerNorm(x) * gamma + beta over n elements, with the
-     * biased variance and eps inside the square root, as PyTorch. out may
-     * equal x (post-norm updates the stream in place). */
+     * to x); then out = LayerNorm(x) * gamma + beta over n elements, in the
+     * form norm.form (simd/layernorm_scale.h) with norm.eps. out may equal x
+     * (post-norm updates the stream in place). */
     void (*add_layernorm)(float *x, size_t ldx, const float *delta, size_t ldd, size_t rows,
-                          size_t n, const float *gamma, const float *beta, float eps, float *out,
-                          size_t ldo);
+                          size_t n, const float *gamma, const float *beta,
+                          tsr_layernorm_params norm, float *out, size_t ldo);
 
     /* x[i] = act(x[i]) for i < n. */
     void (*activate)(float *x, size_t n, tsr_activation act);

@@ -183,7 +183,7 @@ void ref_attention(const tsr_attention_args *a, double *out, double *err)
 }
 
 void ref_layernorm_row(const float *x, size_t n, const float *gamma, const float *beta,
-                       float eps, double *out, double *err)
+                       tsr_layernorm_form form, float eps, double *out, double *err)
 {
     double mean = 0;
     for (size_t c = 0; c < n; c++)
@@ -195,8 +195,13 @@ void ref_layernorm_row(const float *x, size_t n, const float *gamma, const float
         if (fabs(x[c]) > abs_max)
             abs_max = fabs(x[c]);
     }
-    var /= (double)n;
-    double sd = sqrt(var + eps);
+    double sd;
+    if (form == TSR_LAYERNORM_STD)
+        sd = sqrt(var / (double)n) + eps;
+    else if (form == TSR_LAYERNORM_STD_UNBIASED)
+        sd = sqrt(var / (double)(n - 1)) + eps;
+    else
+        sd = sqrt(var / (double)n + eps);
     /* A float mean is off by about sqrt(n) ulp of the largest |x|, which
      * shifts every normalised value by that over sd; the variance's own
      * relative error moves x_hat by about sqrt(n) ulp of x_hat. */

@@ -55,10 +55,11 @@ void ref_ffn(const float *x, size_t ldx, size_t m, size_t d_model, size_t d_ff, 
  * softmax over the keys each query sees. out and err are n_q x d dense. */
 void ref_attention(const tsr_attention_args *a, double *out, double *err);
 
-/* One row of LayerNorm: (x - mean) / sqrt(var + eps) * gamma + beta with the
- * biased variance. out and err have n elements. */
+/* One row of LayerNorm: (x - mean) / d * gamma + beta, d by the form:
+ * sqrt(var + eps) with the biased variance, sqrt(var) + eps, or s + eps with
+ * the N - 1 estimate s. out and err have n elements. */
 void ref_layernorm_row(const float *x, size_t n, const float *gamma, const float *beta,
-                       float eps, double *out, double *err);
+                       tsr_layernorm_form form, float eps, double *out, double *err);
 
 double ref_logsumexp(const float *x, size_t n);
 void ref_log_softmax(const float *x, size_t n, double *y);

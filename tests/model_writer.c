@@ -459,6 +459,15 @@ static const char *activation_name(tessera_activation a)
     }
 }
 
+static const char *layer_norm_form_name(tessera_layer_norm_form f)
+{
+    switch (f) {
+    case TESSERA_LAYER_NORM_STD: return "std";
+    case TESSERA_LAYER_NORM_STD_UNBIASED: return "std_unbiased";
+    default: return "variance";
+    }
+}
+
 char *mw_config_json(const tessera_config *c)
 {
     char *text = NULL;
@@ -475,6 +484,7 @@ char *mw_config_json(const tessera_config *c)
                      "  \"activation\": \"%s\",\n"
                      "  \"norm_first\": %s,\n"
                      "  \"layer_norm_eps\": %.9g,\n"
+                     "  \"layer_norm_form\": \"%s\",\n"
                      "  \"scale_embedding\": %s,\n"
                      "  \"bos_id\": %d,\n"
                      "  \"eos_id\": %d,\n"
@@ -484,7 +494,8 @@ char *mw_config_json(const tessera_config *c)
                      c->d_model, c->n_heads, c->d_ff, c->n_encoder_layers, c->n_decoder_layers,
                      c->src_vocab_size, c->tgt_vocab_size, c->max_positions,
                      activation_name(c->activation), c->norm_first ? "true" : "false",
-                     (double)c->layer_norm_eps, c->scale_embedding ? "true" : "false", c->bos_id,
+                     (double)c->layer_norm_eps, layer_norm_form_name(c->layer_norm_form),
+                     c->scale_embedding ? "true" : "false", c->bos_id,
                      c->eos_id, c->pad_id, c->unk_id);
     cr_assert_geq(n, 0);
     return text;

@@ -33,7 +33,9 @@ static const char *const beam_flags[] = {"--beam", "4", "--n-best", "3", "--leng
 
 static void free_params(struct criterion_test_params *p) { cr_free(p->params); }
 
-static const char *const models[] = {"postnorm-relu-f32", "prenorm-gelu-f16", "postnorm-silu-bf16"};
+static const char *const models[] = {"postnorm-relu-f32",     "prenorm-gelu-f16",
+                                     "postnorm-silu-bf16",    "postnorm-relu-std-f32",
+                                     "prenorm-gelu-std-unbiased-f32"};
 
 static size_t make_cases(golden_case *out)
 {

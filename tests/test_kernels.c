@@ -924,17 +924,36 @@ typedef struct layernorm_shape {
     size_t rows, n;
     int delta, in_place;
     float amplitude, mean, eps;
+    tsr_layernorm_form form;
 } layernorm_shape;
 
 static const layernorm_shape layernorm_shapes[] = {
-    {1, 1, 0, 0, 1, 0, 1e-5f},      {2, 2, 1, 0, 1, 0, 1e-5f},
-    {3, 3, 0, 1, 1, 0.5f, 1e-5f},   {5, 5, 1, 1, 1, 0, 1e-5f},
-    {7, 7, 0, 0, 2, 0, 1e-5f},      {1, 8, 1, 0, 1, 0, 1e-5f},
-    {13, 13, 1, 1, 1, 3, 1e-5f},    {4, 16, 0, 0, 0.01f, 0, 1e-5f},
-    {17, 17, 1, 0, 1, 0, 0.5f},     {2, 31, 0, 1, 1, 0, 1e-5f},
-    {33, 33, 1, 1, 3, -1, 1e-5f},   {5, 64, 1, 0, 1, 0, 1e-6f},
-    {67, 67, 0, 0, 1, 10, 1e-5f},   {7, 512, 1, 1, 1, 0, 1e-5f},
-    {3, 1023, 1, 0, 0.003f, 0, 1e-5f}, {2, 1024, 0, 1, 1, 100, 1e-5f},
+    {1, 1, 0, 0, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {2, 2, 1, 0, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {3, 3, 0, 1, 1, 0.5f, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {5, 5, 1, 1, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {7, 7, 0, 0, 2, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {1, 8, 1, 0, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {13, 13, 1, 1, 1, 3, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {4, 16, 0, 0, 0.01f, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {17, 17, 1, 0, 1, 0, 0.5f, TSR_LAYERNORM_VARIANCE},
+    {2, 31, 0, 1, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {33, 33, 1, 1, 3, -1, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {5, 64, 1, 0, 1, 0, 1e-6f, TSR_LAYERNORM_VARIANCE},
+    {67, 67, 0, 0, 1, 10, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {7, 512, 1, 1, 1, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {3, 1023, 1, 0, 0.003f, 0, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    {2, 1024, 0, 1, 1, 100, 1e-5f, TSR_LAYERNORM_VARIANCE},
+    /* The other forms: eps outside the root, biased and N - 1 spreads. */
+    {1, 2, 0, 0, 1, 0, 1e-5f, TSR_LAYERNORM_STD_UNBIASED},
+    {3, 3, 1, 0, 1, 0, 1e-6f, TSR_LAYERNORM_STD},
+    {5, 7, 0, 1, 2, 1, 1e-6f, TSR_LAYERNORM_STD_UNBIASED},
+    {4, 16, 1, 0, 0.01f, 0, 1e-3f, TSR_LAYERNORM_STD},
+    {2, 31, 1, 1, 1, 0, 0.5f, TSR_LAYERNORM_STD_UNBIASED},
+    {6, 33, 0, 0, 3, -1, 1e-5f, TSR_LAYERNORM_STD},
+    {3, 67, 1, 0, 1, 10, 1e-6f, TSR_LAYERNORM_STD_UNBIASED},
+    {5, 512, 1, 1, 1, 0, 1e-6f, TSR_LAYERNORM_STD},
+    {2, 1023, 0, 1, 0.003f, 0, 1e-6f, TSR_LAYERNORM_STD_UNBIASED},
 };
 
 ParameterizedTestParameters(kernels, add_layernorm)
@@ -952,8 +971,8 @@ ParameterizedTest(set_param *p, kernels, add_layernorm)
         size_t off = layout_offset(si), pad = layout_pad(si);
         char shape[200];
         snprintf(shape, sizeof shape, "rows=%zu n=%zu delta=%d in_place=%d amplitude=%g "
-                 "mean=%g eps=%g offset=%zu pad=%zu", s->rows, s->n, s->delta, s->in_place,
-                 (double)s->amplitude, (double)s->mean, (double)s->eps, off, pad);
+                 "mean=%g eps=%g form=%d offset=%zu pad=%zu", s->rows, s->n, s->delta, s->in_place,
+                 (double)s->amplitude, (double)s->mean, (double)s->eps, (int)s->form, off, pad);
         ref_rng rng;
         ref_rng_seed(&rng, 4000 + si);
 
@@ -977,11 +996,11 @@ ParameterizedTest(set_param *p, kernels, add_layernorm)
         float *dst = s->in_place ? x.p : out.p;
         size_t ldo = s->in_place ? x.ld : out.ld;
         ks->add_layernorm(x.p, x.ld, s->delta ? delta.p : NULL, delta.ld, s->rows, s->n,
-                          gamma.p, beta.p, s->eps, dst, ldo);
+                          gamma.p, beta.p, (tsr_layernorm_params){s->form, s->eps}, dst, ldo);
 
         double *ref = doubles(s->rows * s->n), *tol = doubles(s->rows * s->n);
         for (size_t i = 0; i < s->rows; i++)
-            ref_layernorm_row(summed.p + i * s->n, s->n, gamma.p, beta.p, s->eps,
+            ref_layernorm_row(summed.p + i * s->n, s->n, gamma.p, beta.p, s->form, s->eps,
                               ref + i * s->n, tol + i * s->n);
         scale_errors(tol, s->rows * s->n);
         expect_close(dst, ldo, ref, tol, s->rows, s->n, set, "add_layernorm", shape);

@@ -539,6 +539,7 @@ Test(config, defaults_for_optional_keys)
     cr_expect_eq(cfg.eos_id, 3);
     cr_expect_eq(cfg.pad_id, 1);
     cr_expect_eq(cfg.unk_id, 0);
+    cr_expect_eq(cfg.layer_norm_form, TESSERA_LAYER_NORM_VARIANCE);
 
     tessera_config d;
     tsr_config_defaults(&d);
@@ -570,6 +571,16 @@ Test(config, every_key_is_read)
     free(json);
     cr_expect_eq(cfg.activation, TESSERA_SILU);
     cr_expect_float_eq(cfg.layer_norm_eps, 1.0f, 1e-9f);
+
+    const char *forms[] = {"\"variance\"", "\"std\"", "\"std_unbiased\""};
+    const tessera_layer_norm_form values[] = {TESSERA_LAYER_NORM_VARIANCE, TESSERA_LAYER_NORM_STD,
+                                              TESSERA_LAYER_NORM_STD_UNBIASED};
+    for (size_t i = 0; i < 3; i++) {
+        json = config_with("layer_norm_form", forms[i], NULL);
+        parse_ok(json, &cfg);
+        free(json);
+        cr_expect_eq(cfg.layer_norm_form, values[i], "%s", forms[i]);
+    }
 }
 
 Test(config, writer_text_round_trips)
@@ -579,6 +590,7 @@ Test(config, writer_text_round_trips)
     want.activation = TESSERA_SILU;
     want.norm_first = 1;
     want.layer_norm_eps = 1e-6f;
+    want.layer_norm_form = TESSERA_LAYER_NORM_STD_UNBIASED;
     char *json = mw_config_json(&want);
     parse_ok(json, &got);
     free(json);
@@ -655,6 +667,19 @@ Test(config, layer_norm_eps)
     parse_fails(config_with("layer_norm_eps", "1e300", NULL), "key 'layer_norm_eps'", NULL);
     parse_fails(config_with("layer_norm_eps", "\"1e-5\"", NULL), "key 'layer_norm_eps'",
                 "a string");
+}
+
+Test(config, layer_norm_form)
+{
+    parse_fails(config_with("layer_norm_form", "\"rms\"", NULL),
+                "key 'layer_norm_form': unknown form 'rms' (variance, std, std_unbiased)", NULL);
+    parse_fails(config_with("layer_norm_form", "\"Variance\"", NULL), "key 'layer_norm_form'",
+                "'Variance'");
+    parse_fails(config_with("layer_norm_form", "2", NULL), "key 'layer_norm_form'", "an integer");
+    parse_fails(config_with("layer_norm_form", "null", NULL), "key 'layer_norm_form'", NULL);
+    parse_fails(config_with("layer_norm_form", "\"std_unbiased\"", "d_model", "1", "n_heads", "1",
+                            NULL),
+                "key 'layer_norm_form': 'std_unbiased' needs d_model >= 2", NULL);
 }
 
 Test(config, n_heads_must_divide_d_model)

@@ -17,6 +17,7 @@
 
 typedef struct thread_case {
     char isa[32];
+    char model[32]; /* under tests/golden */
     char kind[16]; /* score, translate, beam */
     char type[8];  /* --compute-type */
 } thread_case;
@@ -33,6 +34,7 @@ ParameterizedTestParameters(threads, output_independent_of_threads)
         for (size_t k = 0; k < 3; k++)
             for (size_t t = 0; t < 3; t++, i++) {
                 snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].model, sizeof cases[i].model, "%s", MODEL);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "%s", types[t]);
             }
@@ -47,7 +49,7 @@ static char *run(const thread_case *c, const char *input, int workers, int threa
 {
     char model_dir[1024], isa_env[64], topo_env[128], threads_arg[16], batch_arg[16];
     char workers_arg[16];
-    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), MODEL);
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", c->isa);
     snprintf(topo_env, sizeof topo_env, "TESSERA_TOPOLOGY=%s", topology ? topology : "");
     snprintf(threads_arg, sizeof threads_arg, "%d", threads);
@@ -74,7 +76,7 @@ ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeo
 {
     test_kernel_set_or_skip(c->isa);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/golden/%s/%s.in", test_srcdir(), MODEL,
+    snprintf(path, sizeof path, "%s/tests/golden/%s/%s.in", test_srcdir(), c->model,
              strcmp(c->kind, "score") == 0 ? "score" : "translate");
     char *input = test_read_file(path, NULL);
     cr_assert(input, "cannot read %s", path);
@@ -109,6 +111,44 @@ ParameterizedTest(thread_case *c, threads, output_independent_of_threads, .timeo
     cr_assert_str_eq(per_node, one, "%s %s %s: a worker per node changes the output", c->isa,
                      c->type, c->kind);
     free(per_node);
+    free(one);
+    free(input);
+}
+
+/* The models with the other LayerNorm forms (std, std_unbiased): greedy and
+ * beam output the same with 1, 2 and 3 threads and batches of 5 and 1. */
+ParameterizedTestParameters(threads, layer_norm_forms_independent_of_threads)
+{
+    static const char *const models[] = {"postnorm-relu-std-f32", "prenorm-gelu-std-unbiased-f32"};
+    static const char *const kinds[] = {"translate", "beam"};
+    size_t n = tsr_kernel_set_count * 2 * 2;
+    thread_case *cases = cr_malloc(n * sizeof *cases);
+    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+        for (size_t m = 0; m < 2; m++)
+            for (size_t k = 0; k < 2; k++, i++) {
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
+                snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
+                snprintf(cases[i].type, sizeof cases[i].type, "f32");
+            }
+    return cr_make_param_array(thread_case, cases, n, free_params);
+}
+
+ParameterizedTest(thread_case *c, threads, layer_norm_forms_independent_of_threads, .timeout = 120)
+{
+    test_kernel_set_or_skip(c->isa);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/golden/%s/translate.in", test_srcdir(), c->model);
+    char *input = test_read_file(path, NULL);
+    cr_assert(input, "cannot read %s", path);
+    char *one = run(c, input, 1, 1, 5, NULL);
+    static const int threads[] = {2, 3, 2}, batches[] = {5, 5, 1};
+    for (size_t i = 0; i < 3; i++) {
+        char *other = run(c, input, 1, threads[i], batches[i], NULL);
+        cr_assert_str_eq(other, one, "%s %s %s: --threads %d --batch %d differs from 1 thread, "
+                         "batch 5", c->isa, c->model, c->kind, threads[i], batches[i]);
+        free(other);
+    }
     free(one);
     free(input);
 }

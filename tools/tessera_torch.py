@@ -40,7 +40,14 @@ CONFIG_DEFAULTS = {
     "eos_id": 3,
     "pad_id": 1,
     "unk_id": 0,
+    "layer_norm_form": "variance",
 }
+
+# How LayerNorm divides x - mean (config key layer_norm_form): PyTorch's
+# nn.LayerNorm (sqrt of the biased variance plus eps), the biased standard
+# deviation plus eps (Ba et al.), or the N - 1 estimate plus eps (The Annotated
+# Transformer's LayerNorm, x.std(-1)).
+LAYER_NORM_FORMS = ("variance", "std", "std_unbiased")
 
 CONFIG_REQUIRED = (
     "d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers",
@@ -57,6 +64,8 @@ def full_config(config):
         raise ValueError("config lacks required key(s): " + ", ".join(missing))
     if config.get("activation", "relu") not in ACTIVATIONS:
         raise ValueError("config key 'activation': unknown value %r" % config["activation"])
+    if config.get("layer_norm_form", "variance") not in LAYER_NORM_FORMS:
+        raise ValueError("config key 'layer_norm_form': unknown value %r" % config["layer_norm_form"])
     merged = dict(CONFIG_DEFAULTS)
     merged.update(config)
     return {key: merged[key] for key in CONFIG_KEYS}
@@ -75,6 +84,37 @@ def sinusoid_table(n_positions, d_model):
     table[:, 0::2] = torch.sin(angles)
     table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
     return table
+
+
+class StdLayerNorm(nn.Module):
+    """weight * (x - mean) / (std + eps) + bias over the last dimension, std
+    biased (divide by N) or not (N - 1): the forms of layer_norm_form other than
+    nn.LayerNorm's. Parameters named as nn.LayerNorm's, so that the state dict
+    has the same tensors."""
+
+    def __init__(self, d_model, eps, unbiased):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+        self.unbiased = unbiased
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        std = x.std(-1, unbiased=self.unbiased, keepdim=True)
+        return self.weight * (x - mean) / (std + self.eps) + self.bias
+
+
+def use_layer_norm_form(module, form, eps):
+    """Replaces every nn.LayerNorm under module by the form's StdLayerNorm."""
+    if form == "variance":
+        return
+    for name, child in list(module.named_children()):
+        if isinstance(child, nn.LayerNorm):
+            setattr(module, name, StdLayerNorm(child.normalized_shape[0], eps,
+                                               unbiased=form == "std_unbiased"))
+        else:
+            use_layer_norm_form(child, form, eps)
 
 
 class TokenEmbedding(nn.Module):
@@ -198,6 +238,7 @@ class Seq2SeqTransformer(nn.Module):
         if not final_norms:
             self.transformer.encoder.norm = None
             self.transformer.decoder.norm = None
+        use_layer_norm_form(self.transformer, cfg["layer_norm_form"], cfg["layer_norm_eps"])
         self.generator = nn.Linear(d_model, cfg["tgt_vocab_size"])
         self.eval()
 
@@ -512,8 +553,13 @@ def write_vocab(path, tokens):
 def write_model_dir(directory, model, config, dtype="F32", src_vocab=None, tgt_vocab=None):
     """Writes config.json and model.safetensors (and the vocab files if given)."""
     os.makedirs(directory, exist_ok=True)
+    written = full_config(config)
+    # The default form is left out: files written before the key existed
+    # stay byte for byte the same.
+    if written["layer_norm_form"] == "variance":
+        del written["layer_norm_form"]
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(full_config(config), f, indent=2)
+        json.dump(written, f, indent=2)
         f.write("\n")
     write_safetensors(os.path.join(directory, "model.safetensors"), model.state_dict(), dtype)
     if src_vocab is not None:

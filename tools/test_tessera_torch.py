@@ -39,15 +39,28 @@ CONFIGS = [
           scale_embedding=False, bos_id=5, eos_id=6, pad_id=0, unk_id=1), None, False),
     (dict(d_model=20, n_heads=4, d_ff=33, n_encoder_layers=3, n_decoder_layers=2,
           src_vocab_size=41, tgt_vocab_size=43, activation="silu", max_positions=40), None, True),
+    (dict(d_model=28, n_heads=4, d_ff=44, n_encoder_layers=2, n_decoder_layers=1,
+          src_vocab_size=33, tgt_vocab_size=35, layer_norm_form="std", layer_norm_eps=1e-2),
+     None, True),
+    (dict(d_model=32, n_heads=4, d_ff=48, n_encoder_layers=1, n_decoder_layers=2,
+          src_vocab_size=27, tgt_vocab_size=29, activation="gelu", norm_first=True,
+          layer_norm_form="std_unbiased", layer_norm_eps=1e-2), None, True),
 ]
 
 
 # ---- numpy forward pass from INTERFACE.md ---------------------------------
 
-def np_layer_norm(x, w, b, eps):
+def np_layer_norm(x, w, b, eps, form="variance"):
     mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * w + b
+    squares = ((x - mean) ** 2).sum(-1, keepdims=True)
+    n = x.shape[-1]
+    if form == "std":
+        denominator = np.sqrt(squares / n) + eps
+    elif form == "std_unbiased":
+        denominator = np.sqrt(squares / (n - 1)) + eps
+    else:
+        denominator = np.sqrt(squares / n + eps)
+    return (x - mean) / denominator * w + b
 
 
 def np_activation(name, x):
@@ -84,7 +97,8 @@ def np_ffn(W, prefix, x, activation):
 
 def np_sublayer(W, norm, x, f, cfg):
     """Post-norm LN(x + f(x)) or pre-norm x + f(LN(x))."""
-    ln = lambda y: np_layer_norm(y, W[norm + ".weight"], W[norm + ".bias"], cfg["layer_norm_eps"])
+    ln = lambda y: np_layer_norm(y, W[norm + ".weight"], W[norm + ".bias"], cfg["layer_norm_eps"],
+                                 cfg["layer_norm_form"])
     return x + f(ln(x)) if cfg["norm_first"] else ln(x + f(x))
 
 
@@ -106,7 +120,8 @@ def np_embed(W, cfg, name, ids):
 def np_final_norm(W, name, x, cfg):
     if name + ".weight" not in W:
         return x
-    return np_layer_norm(x, W[name + ".weight"], W[name + ".bias"], cfg["layer_norm_eps"])
+    return np_layer_norm(x, W[name + ".weight"], W[name + ".bias"], cfg["layer_norm_eps"],
+                         cfg["layer_norm_form"])
 
 
 def np_logprobs(W, cfg, src, tgt_in):

@@ -21,7 +21,7 @@
 void tsr_f32_attention__avx2(const tsr_attention_args *a);
 void tsr_f32_add_layernorm__avx2(float *x, size_t ldx, const float *delta, size_t ldd,
                                  size_t rows, size_t n, const float *gamma, const float *beta,
-                                 float eps, float *out, size_t ldo);
+                                 tsr_layernorm_params norm, float *out, size_t ldo);
 void tsr_f32_activate__avx2(float *x, size_t n, tsr_activation act);
 void tsr_f32_log_softmax__avx2(const float *x, size_t n, float *y);
 float tsr_f32_logsumexp__avx2(const float *x, size_t n);

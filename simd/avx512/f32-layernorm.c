@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "simd/avx512/avx512.h"
+#include "simd/layernorm_scale.h"
 
 /* The row after x += delta (when given), 16 floats at c; masked-off lanes
  * are 0 (mask is all ones for a full vector). */
@@ -114,7 +115,7 @@ static void normalise(const float *x, size_t n, float rough, float correction, f
 
 void tsr_f32_add_layernorm__avx512(float *x, size_t ldx, const float *delta, size_t ldd,
                                    size_t rows, size_t n, const float *gamma, const float *beta,
-                                   float eps, float *out, size_t ldo)
+                                   tsr_layernorm_params norm, float *out, size_t ldo)
 {
     for (size_t r = 0; r < rows; r++) {
         float *row = x + r * ldx;
@@ -125,7 +126,7 @@ void tsr_f32_add_layernorm__avx512(float *x, size_t ldx, const float *delta, siz
          * minus the correction squared is the variance about the mean. */
         double correction = (double)sum / (double)n;
         double var = (double)squares / (double)n - correction * correction;
-        float rstd = (float)(1.0 / sqrt((var > 0 ? var : 0) + eps));
+        float rstd = (float)tsr_layernorm_scale(var, n, norm);
         normalise(row, n, rough_mean, (float)correction, rstd, gamma, beta, out + r * ldo);
     }
 }

@@ -1,7 +1,8 @@
 /*
  * x += delta (optional, stored back), then out = LayerNorm(x) * gamma + beta,
- * row by row, as PyTorch: mean, then the biased variance (divide by n) in a
- * second pass over x - mean, eps inside the square root.
+ * row by row: mean, then the biased variance (divide by n) in a second pass
+ * over x - mean, turned into the scale by the model's LayerNorm form
+ * (simd/layernorm_scale.h; PyTorch's, eps inside the square root, by default).
  *
  * Statistics in float, sixteen partial sums per pass. The first pass (which
  * also adds delta) sums x - x[0] rather than x: a row whose values share a
@@ -14,6 +15,7 @@
 #include <math.h>
 
 #include "simd/neon/neon.h"
+#include "simd/layernorm_scale.h"
 
 /* v with the lanes at and past n (n < 4) set to zero. */
 static inline float32x4_t keep_lanes(float32x4_t v, size_t n)
@@ -112,7 +114,7 @@ static void normalise(const float *x, size_t n, float mean, float rstd, const fl
 
 void tsr_f32_add_layernorm__neon(float *x, size_t ldx, const float *delta, size_t ldd,
                                  size_t rows, size_t n, const float *gamma, const float *beta,
-                                 float eps, float *out, size_t ldo)
+                                 tsr_layernorm_params norm, float *out, size_t ldo)
 {
     if (n == 0)
         return;
@@ -122,7 +124,7 @@ void tsr_f32_add_layernorm__neon(float *x, size_t ldx, const float *delta, size_
         const float shift = d ? row[0] + d[0] : row[0];
         const float mean = shift + add_and_sum(row, d, n, shift) / (float)n;
         const float var = centred_squares(row, n, mean) / (float)n;
-        const float rstd = 1.0f / sqrtf(var + eps);
+        const float rstd = (float)tsr_layernorm_scale(var, n, norm);
         normalise(row, n, mean, rstd, gamma, beta, out + r * ldo);
     }
 }
