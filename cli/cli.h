@@ -30,6 +30,8 @@ typedef struct cli_options {
     tessera_translate_options translate;
     int n_best_given;
     tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
+    const char *pool;   /* encode --pool: none, mean, first (default none) */
+    const char *format; /* encode --format: text, binary (default text) */
 } cli_options;
 
 /* Parses a whole number flag value in [lo, hi]; prints the error itself. */
@@ -90,6 +92,11 @@ typedef struct cli_ids {
 int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
                        int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
 
+/* A source sentence for the model: parsed as above, not empty, at most
+ * max_positions tokens; *out then borrows ids. -1 with a message otherwise. */
+int cli_parse_source(const cli_model *cm, const char *text, size_t len, cli_ids *ids,
+                     tessera_tokens *out, char *err, size_t err_len);
+
 /* ---- Output --------------------------------------------------------------- */
 
 /* A line being built; written whole, or not at all. */
@@ -102,13 +109,18 @@ void cli_line_reset(cli_line *l);
 int cli_line_printf(cli_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends ids (or their tokens), space separated. */
 int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *vocab);
+/* Appends n raw bytes (binary output). */
+int cli_line_bytes(cli_line *l, const void *bytes, size_t n);
 /* Writes the line and a newline to stdout; -1 (reported) on a write error. */
 int cli_line_emit(cli_line *l);
+/* Writes the line as it is, no newline (binary output); -1 (reported) on error. */
+int cli_line_write(cli_line *l);
 void cli_line_free(cli_line *l);
 
 /* ---- Subcommands -------------------------------------------------------- */
 int cli_translate(int argc, char **argv);
 int cli_score(int argc, char **argv);
+int cli_encode(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_serve(int argc, char **argv); /* cli/serve.c, when built with libmicrohttpd */

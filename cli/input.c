@@ -121,6 +121,33 @@ int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *voc
     return 0;
 }
 
+int cli_parse_source(const cli_model *cm, const char *text, size_t len, cli_ids *ids,
+                     tessera_tokens *out, char *err, size_t err_len)
+{
+    const tessera_config *cfg = cm->cfg;
+    if (cli_parse_sentence(text, len, cm->src_vocab, cfg->src_vocab_size, cfg->unk_id, "source",
+                           ids, err, err_len) != 0)
+        return -1;
+    if (ids->len == 0)
+        return cli_fail(err, err_len, "empty source sentence");
+    if (ids->len > (size_t)cfg->max_positions)
+        return cli_fail(err, err_len, "%zu source tokens, more than max_positions (%d)", ids->len,
+                        cfg->max_positions);
+    *out = (tessera_tokens){ids->ids, ids->len};
+    return 0;
+}
+
+int cli_line_bytes(cli_line *l, const void *bytes, size_t n) { return line_append(l, bytes, n); }
+
+int cli_line_write(cli_line *l)
+{
+    if (fwrite(l->text, 1, l->len, stdout) != l->len) {
+        cli_error("error writing standard output");
+        return -1;
+    }
+    return 0;
+}
+
 int cli_line_emit(cli_line *l)
 {
     if (line_append(l, "\n", 1) != 0) {

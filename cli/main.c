@@ -1,4 +1,4 @@
-/* tessera: translate, score, info, bench. */
+/* tessera: translate, score, encode, info, bench, serve. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +18,7 @@ static void usage(FILE *f)
             "Commands:\n"
             "  translate -m MODEL  translate token-id sentences (greedy or beam search)\n"
             "  score -m MODEL      log-probabilities of target tokens, teacher forced\n"
+            "  encode -m MODEL     the encoder's output vectors (per token, or pooled)\n"
             "  info                CPU features, kernel set, threads, topology, and the\n"
             "                      installed models\n"
             "  bench               timed runs on built-in Transformer-base/-big models,\n"
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
         return cli_translate(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0)
         return cli_score(argc - 1, argv + 1);
+    if (strcmp(cmd, "encode") == 0)
+        return cli_encode(argc - 1, argv + 1);
     if (strcmp(cmd, "info") == 0)
         return cli_info(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)

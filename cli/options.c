@@ -193,6 +193,8 @@ enum {
     OPT_SMT,
     OPT_COMPUTE_TYPE,
     OPT_WORKERS,
+    OPT_POOL,
+    OPT_FORMAT,
 };
 
 static const struct option all_options[] = {
@@ -209,6 +211,8 @@ static const struct option all_options[] = {
     {"smt", no_argument, NULL, OPT_SMT},
     {"compute-type", required_argument, NULL, OPT_COMPUTE_TYPE},
     {"workers", required_argument, NULL, OPT_WORKERS},
+    {"pool", required_argument, NULL, OPT_POOL},
+    {"format", required_argument, NULL, OPT_FORMAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -229,6 +233,16 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_NUMA: o->numa = arg; return 0;
     case OPT_SMT: o->smt = 1; return 0;
     case OPT_COMPUTE_TYPE: return cli_parse_compute_type(arg, &o->compute_type);
+    case OPT_POOL:
+        if (strcmp(arg, "none") && strcmp(arg, "mean") && strcmp(arg, "first"))
+            return cli_error("--pool: unknown pooling '%s' (none, mean, first)", arg);
+        o->pool = arg;
+        return 0;
+    case OPT_FORMAT:
+        if (strcmp(arg, "text") && strcmp(arg, "binary"))
+            return cli_error("--format: unknown format '%s' (text, binary)", arg);
+        o->format = arg;
+        return 0;
     default: return 1;
     }
 }
@@ -241,6 +255,8 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     o->batch = 1;
     o->workers = 1;
     o->compute_type = TESSERA_COMPUTE_DEFAULT;
+    o->pool = "none";
+    o->format = "text";
     opterr = 0;
     optind = 1;
     int opt, index;

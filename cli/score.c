@@ -87,21 +87,14 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
     if (memchr(tab + 1, '\t', tgt_len))
         return cli_fail(err, err_len, "expected SOURCE<TAB>TARGET, found more than one tab");
     cli_ids *s = &b->src_ids[index], *t = &b->tgt_ids[index];
-    if (cli_parse_sentence(line, src_len, c->cm->src_vocab, cfg->src_vocab_size, cfg->unk_id,
-                           "source", s, err, err_len) != 0 ||
+    if (cli_parse_source(c->cm, line, src_len, s, &b->src[index], err, err_len) != 0 ||
         cli_parse_sentence(tab + 1, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
                            "target", t, err, err_len) != 0)
         return -1;
-    if (s->len == 0)
-        return cli_fail(err, err_len, "empty source sentence");
-    if (s->len > (size_t)cfg->max_positions)
-        return cli_fail(err, err_len, "%zu source tokens, more than max_positions (%d)", s->len,
-                        cfg->max_positions);
     if (t->len + 1 > (size_t)cfg->max_positions)
         return cli_fail(err, err_len,
                         "%zu target tokens: BOS + target is longer than max_positions (%d)",
                         t->len, cfg->max_positions);
-    b->src[index] = (tessera_tokens){s->ids, s->len};
     b->tgt[index] = (tessera_tokens){t->ids, t->len};
     return 0;
 }

@@ -75,18 +75,7 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
 {
     const command *c = ctx;
     slot *s = state;
-    const tessera_config *cfg = c->cm->cfg;
-    cli_ids *ids = &s->ids[index];
-    if (cli_parse_sentence(line, len, c->cm->src_vocab, cfg->src_vocab_size, cfg->unk_id,
-                           "source", ids, err, err_len) != 0)
-        return -1;
-    if (ids->len == 0)
-        return cli_fail(err, err_len, "empty source sentence");
-    if (ids->len > (size_t)cfg->max_positions)
-        return cli_fail(err, err_len, "%zu source tokens, more than max_positions (%d)", ids->len,
-                        cfg->max_positions);
-    s->src[index] = (tessera_tokens){ids->ids, ids->len};
-    return 0;
+    return cli_parse_source(c->cm, line, len, &s->ids[index], &s->src[index], err, err_len);
 }
 
 static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,

@@ -68,6 +68,7 @@ static test_run run_env(const char *input, char *const env[], const char *arg, .
 #define run(input, ...) run_env(input, one_thread, __VA_ARGS__, NULL)
 #define translate(input, ...) run(input, "translate", "-m", "DIR", ##__VA_ARGS__)
 #define score(input, ...) run(input, "score", "-m", "DIR", ##__VA_ARGS__)
+#define encode(input, ...) run(input, "encode", "-m", "DIR", ##__VA_ARGS__)
 
 /* Splits stdout into lines, insisting that the last one is complete. */
 static size_t output_lines(const test_run *r, char **lines, size_t max)
@@ -995,5 +996,112 @@ Test(cli, help)
     cr_expect(strstr(r.out, "--beam") && strstr(r.out, "-m, --model DIR|NAME") &&
                   strstr(r.out, "TESSERA_MODELS_PATH") && strstr(r.out, "/tessera/models"),
               "translate usage should list its options: \"%s\"", r.out);
+    test_run_free(&r);
+}
+
+/* ---- tessera encode (the values themselves: test_golden against PyTorch) ---- */
+
+/* How many numbers a line holds (strtod from start to end). */
+static size_t count_numbers(const char *line)
+{
+    size_t n = 0;
+    for (char *end;; line = end, n++) {
+        strtod(line, &end);
+        if (end == line)
+            break;
+    }
+    while (*line == ' ')
+        line++;
+    cr_expect_eq(*line, '\0', "junk after the numbers: \"%s\"", line);
+    return n;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+Test(cli, encode_text_has_len_times_d_values_or_one_pooled_vector)
+{
+    size_t d = (size_t)model->config.d_model;
+    test_run r = encode("4 5 6\n7\n");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    cr_assert_eq(output_lines(&r, lines, MAX_LINES), 2);
+    cr_expect_eq(count_numbers(lines[0]), 3 * d);
+    cr_expect_eq(count_numbers(lines[1]), d);
+    free_lines(lines, 2);
+    test_run_free(&r);
+    static const char *const pools[] = {"mean", "first"};
+    for (size_t p = 0; p < 2; p++) {
+        r = encode("4 5 6\n7\n", "--pool", pools[p], "--batch", "2");
+        expect_success(&r);
+        cr_assert_eq(output_lines(&r, lines, MAX_LINES), 2);
+        cr_expect_eq(count_numbers(lines[0]), d, "--pool %s", pools[p]);
+        cr_expect_eq(count_numbers(lines[1]), d, "--pool %s", pools[p]);
+        free_lines(lines, 2);
+        test_run_free(&r);
+    }
+}
+
+/* --format binary: the header, then per sentence a count and the same float
+ * bits as the text output prints (%.9g reads back to the same float). */
+Test(cli, encode_binary_matches_text)
+{
+    size_t d = (size_t)model->config.d_model;
+    test_run text = encode("4 5 6\n7 8\n");
+    expect_success(&text);
+    test_run bin = encode("4 5 6\n7 8\n", "--format", "binary");
+    expect_success(&bin);
+    const unsigned char *p = (const unsigned char *)bin.out;
+    size_t want = 8 + 4 + (4 + 3 * d * 4) + (4 + 2 * d * 4);
+    cr_assert_eq(bin.out_len, want, "binary output of %zu bytes, expected %zu", bin.out_len,
+                 want);
+    cr_expect_eq(memcmp(p, "TSRENC1\n", 8), 0);
+    cr_expect_eq(le32(p + 8), d);
+    p += 12;
+    const char *t = text.out;
+    for (size_t sentence = 0; sentence < 2; sentence++) {
+        size_t count = le32(p);
+        cr_assert_eq(count, sentence == 0 ? 3u : 2u);
+        p += 4;
+        for (size_t i = 0; i < count * d; i++, p += 4) {
+            char *end;
+            float f = strtof(t, &end);
+            cr_assert(end != t, "text output ran out at value %zu", i);
+            t = end;
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            cr_expect_eq(le32(p), bits, "sentence %zu value %zu", sentence, i);
+        }
+    }
+    test_run_free(&text);
+    test_run_free(&bin);
+    /* No input: the header alone. */
+    bin = encode("", "--format", "binary", "--pool", "mean");
+    expect_success(&bin);
+    cr_expect_eq(bin.out_len, 12u);
+    test_run_free(&bin);
+}
+
+Test(cli, encode_errors)
+{
+    test_run r = encode("4 5\n", "--pool", "max");
+    expect_failure(&r, "--pool", "'max'", 0);
+    test_run_free(&r);
+    r = encode("4 5\n", "--format", "csv");
+    expect_failure(&r, "--format", "'csv'", 0);
+    test_run_free(&r);
+    r = translate("4 5\n", "--pool", "mean");
+    expect_failure(&r, "'--pool' does not apply", NULL, 0);
+    test_run_free(&r);
+    r = encode("4 5\n", "--beam", "2");
+    expect_failure(&r, "'--beam' does not apply", NULL, 0);
+    test_run_free(&r);
+    r = encode("4 5\n6 7\n1 11 2\n", "--pool", "mean");
+    expect_failure(&r, "line 3", NULL, 2);
+    test_run_free(&r);
+    r = encode("4 5\n\n");
+    expect_failure(&r, "line 2", "empty", 1);
     test_run_free(&r);
 }

@@ -315,3 +315,144 @@ ParameterizedTest(golden_case *c, golden, beam_against_pytorch, .timeout = 120)
     free(input);
     free(expected);
 }
+
+/* ---- tessera encode --------------------------------------------------------- */
+
+#define ENCODE_TOL 1e-4 /* |got - PyTorch| <= ENCODE_TOL * (1 + |PyTorch|) */
+
+/* The values of each line of text: rows[i] holds count[i] doubles. */
+typedef struct number_lines {
+    double **rows;
+    size_t *count, n;
+} number_lines;
+
+static number_lines parse_lines(const char *text, const char *what)
+{
+    number_lines l = {0};
+    for (const char *p = text; *p; l.n++) {
+        const char *end = strchr(p, '\n');
+        cr_assert(end, "%s: line %zu is not newline-terminated", what, l.n + 1);
+        l.rows = realloc(l.rows, (l.n + 1) * sizeof *l.rows);
+        l.count = realloc(l.count, (l.n + 1) * sizeof *l.count);
+        cr_assert(l.rows && l.count);
+        l.rows[l.n] = NULL;
+        l.count[l.n] = 0;
+        while (p < end) {
+            char *q;
+            double v = strtod(p, &q);
+            cr_assert(q != p && q <= end, "%s line %zu: not a number at '%.20s'", what, l.n + 1,
+                      p);
+            l.rows[l.n] = realloc(l.rows[l.n], (l.count[l.n] + 1) * sizeof(double));
+            cr_assert(l.rows[l.n]);
+            l.rows[l.n][l.count[l.n]++] = v;
+            p = q;
+            while (*p == ' ')
+                p++;
+        }
+        p = end + 1;
+    }
+    return l;
+}
+
+static void free_lines(number_lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->rows[i]);
+    free(l->rows);
+    free(l->count);
+}
+
+/* PyTorch's per-token rows of one sentence, pooled as `pool` asks: the
+ * reference for --pool mean and first is computed here from them. */
+static size_t pool_reference(const double *rows, size_t values, size_t d, const char *pool,
+                             double *out)
+{
+    size_t tokens = values / d;
+    if (strcmp(pool, "none") == 0) {
+        memcpy(out, rows, values * sizeof *out);
+        return values;
+    }
+    for (size_t j = 0; j < d; j++) {
+        double sum = 0;
+        for (size_t t = 0; t < tokens; t++)
+            sum += rows[t * d + j];
+        out[j] = strcmp(pool, "first") == 0 ? rows[j] : sum / (double)tokens;
+    }
+    return d;
+}
+
+typedef struct encode_case {
+    char isa[32];
+    char model[32];
+    char pool[8];
+} encode_case;
+
+ParameterizedTestParameters(golden, encode_against_pytorch)
+{
+    static const char *const pools[] = {"none", "mean", "first"};
+    size_t n_models = sizeof models / sizeof models[0];
+    size_t n = tsr_kernel_set_count * n_models * 3;
+    encode_case *cases = cr_malloc(n * sizeof *cases);
+    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+        for (size_t m = 0; m < n_models; m++)
+            for (size_t p = 0; p < 3; p++, i++) {
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
+                snprintf(cases[i].pool, sizeof cases[i].pool, "%s", pools[p]);
+            }
+    return cr_make_param_array(encode_case, cases, n, free_params);
+}
+
+/* The encoder's vectors (tessera encode --pool none|mean|first) against
+ * PyTorch's float64 encoder output, at batch 1; batch 8 prints the same bytes. */
+ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 120)
+{
+    test_kernel_set_or_skip(c->isa);
+    char model_dir[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
+    char *input = read_fixture(c->model, "translate.in");
+    char *expected_text = read_fixture(c->model, "encode.expected");
+    const char *const pool_flags[] = {"--pool", c->pool, NULL};
+    test_run one = run_tessera(c->isa, "encode", model_dir, input, 1, 0, pool_flags);
+    cr_assert_eq(one.exit_status, 0, "%s %s encode --pool %s failed: %s", c->isa, c->model,
+                 c->pool, one.err);
+    cr_assert_str_empty(one.err, "%s %s: unexpected stderr: %s", c->isa, c->model, one.err);
+    test_run eight = run_tessera(c->isa, "encode", model_dir, input, 8, 0, pool_flags);
+    cr_assert_str_eq(eight.out, one.out, "%s %s --pool %s: --batch 8 differs from --batch 1",
+                     c->isa, c->model, c->pool);
+
+    char *config = read_fixture(c->model, "config.json");
+    const char *key = strstr(config, "\"d_model\":");
+    cr_assert(key, "%s: no d_model in config.json", c->model);
+    size_t d = (size_t)strtoul(key + strlen("\"d_model\":"), NULL, 10);
+    number_lines got = parse_lines(one.out, "tessera encode"),
+                 want = parse_lines(expected_text, "encode.expected");
+    cr_assert_eq(got.n, want.n, "%s %s: %zu lines, PyTorch has %zu", c->isa, c->model, got.n,
+                 want.n);
+    double worst = 0;
+    for (size_t i = 0; i < want.n; i++) {
+        cr_assert(want.count[i] > 0 && want.count[i] % d == 0, "encode.expected line %zu", i + 1);
+        double *ref = malloc(want.count[i] * sizeof *ref);
+        cr_assert(ref);
+        size_t values = pool_reference(want.rows[i], want.count[i], d, c->pool, ref);
+        cr_assert_eq(got.count[i], values, "%s %s --pool %s line %zu: %zu values, expected %zu",
+                     c->isa, c->model, c->pool, i + 1, got.count[i], values);
+        for (size_t j = 0; j < values; j++) {
+            double diff = fabs(got.rows[i][j] - ref[j]) / (1 + fabs(ref[j]));
+            if (diff > worst)
+                worst = diff;
+            cr_expect(diff <= ENCODE_TOL, "%s %s --pool %s line %zu value %zu: %.9g, PyTorch %.9g",
+                      c->isa, c->model, c->pool, i + 1, j, got.rows[i][j], ref[j]);
+        }
+        free(ref);
+    }
+    cr_log_info("%s %s encode --pool %s: worst relative diff %.3g", c->isa, c->model, c->pool,
+                worst);
+    free_lines(&got);
+    free_lines(&want);
+    free(config);
+    test_run_free(&one);
+    test_run_free(&eight);
+    free(input);
+    free(expected_text);
+}

@@ -302,7 +302,7 @@ test_run test_run_command(char *const argv_in[], const char *input, char *const 
         if (errno != EINTR)
             cr_assert_fail("waitpid: %s", strerror(errno));
     }
-    test_run r = {.out = out.data, .err = err.data};
+    test_run r = {.out = out.data, .out_len = out.len, .err = err.data};
     if (WIFEXITED(status))
         r.exit_status = WEXITSTATUS(status);
     else if (WIFSIGNALED(status))

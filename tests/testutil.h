@@ -22,6 +22,7 @@ char *test_read_file(const char *path, size_t *len);
 typedef struct test_run {
     int exit_status;   /* exit code, or 128 + signal number when killed */
     char *out;         /* captured stdout, NUL-terminated, malloc'd */
+    size_t out_len;    /* its bytes (binary output may hold NULs) */
     char *err;         /* captured stderr, NUL-terminated, malloc'd */
 } test_run;
 
