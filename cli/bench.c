@@ -379,7 +379,7 @@ static int bench_files(const bench_options *given)
     cli_model cm;
     char label[256];
     bench_options o = *given;
-    if (cli_model_open(&mo, &cm) != 0)
+    if (cli_model_open(&mo, &cm) != 0 || cli_model_require_decoder(&cm, "bench") != 0)
         return 1;
     model_label(cm.dir, label, sizeof label);
     int status = fit_lengths(&o, label, cm.cfg->max_positions);

@@ -72,6 +72,9 @@ typedef struct cli_model {
  * returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
 void cli_model_close(cli_model *cm);
+/* 0 when the model has a decoder; else prints an error naming cmd and the
+ * model, closes it and returns 1. */
+int cli_model_require_decoder(cli_model *cm, const char *cmd);
 
 /* Prints the --help lines of the model option: flag (e.g. "-m, --model DIR|NAME")
  * and what the command does with the model, then what DIR and NAME mean and

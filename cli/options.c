@@ -143,16 +143,28 @@ int cli_model_open(const cli_options *o, cli_model *cm)
     if (o->tokens) {
         snprintf(path, sizeof path, "%s/vocab.src.txt", cm->dir);
         cm->src_vocab = cli_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
-        if (cm->src_vocab) {
+        /* An encoder alone has no target side. */
+        int has_target = cm->cfg->n_decoder_layers > 0;
+        if (cm->src_vocab && has_target) {
             snprintf(path, sizeof path, "%s/vocab.tgt.txt", cm->dir);
             cm->tgt_vocab = cli_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
         }
-        if (!cm->src_vocab || !cm->tgt_vocab) {
+        if (!cm->src_vocab || (has_target && !cm->tgt_vocab)) {
             cli_model_close(cm);
             return cli_error("%s", err);
         }
     }
     return 0;
+}
+
+int cli_model_require_decoder(cli_model *cm, const char *cmd)
+{
+    if (cm->cfg->n_decoder_layers > 0)
+        return 0;
+    int rc = cli_error("%s: %s is an encoder alone (n_decoder_layers 0): only 'tessera encode' "
+                       "runs it", cmd, cm->dir);
+    cli_model_close(cm);
+    return rc;
 }
 
 void cli_usage_model(FILE *f, const char *flag, const char *what)

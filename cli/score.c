@@ -145,7 +145,7 @@ int cli_score(int argc, char **argv)
     int rc = cli_parse_options(argc, argv, "score", "batch tokens", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
-    if (cli_model_open(&o, &cm) != 0)
+    if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "score") != 0)
         return 1;
     command c = {&cm, {0}};
     rc = cli_run_workers(&score_work, &c, (size_t)o.batch, cm.runtimes, o.workers);

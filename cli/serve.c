@@ -205,7 +205,7 @@ int cli_serve(int argc, char **argv)
     fflush(stdout);
 
     cli_model cm;
-    if (cli_model_open(&s.cli, &cm) != 0) {
+    if (cli_model_open(&s.cli, &cm) != 0 || cli_model_require_decoder(&cm, "serve") != 0) {
         srv_http_stop(http);
         srv_metrics_free(metrics);
         return 1;

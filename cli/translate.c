@@ -128,7 +128,7 @@ int cli_translate(int argc, char **argv)
                                "beam max-len batch tokens length-penalty n-best", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
-    if (cli_model_open(&o, &cm) != 0)
+    if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "translate") != 0)
         return 1;
     command c = {&o, &cm, {0}};
     rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, cm.runtimes, o.workers);

@@ -20,6 +20,8 @@
 /* A config.json is a few hundred bytes; this only stops reading a device. */
 #define MAX_CONFIG_BYTES (16u << 20)
 
+/* required: 1, always; 2, when the model has a decoder (n_decoder_layers >
+ * 0: the target vocabulary); 0, optional. */
 typedef struct int_key {
     const char *name;
     size_t offset;
@@ -33,7 +35,7 @@ static const int_key int_keys[] = {
     {"n_encoder_layers", offsetof(tessera_config, n_encoder_layers), 1},
     {"n_decoder_layers", offsetof(tessera_config, n_decoder_layers), 1},
     {"src_vocab_size", offsetof(tessera_config, src_vocab_size), 1},
-    {"tgt_vocab_size", offsetof(tessera_config, tgt_vocab_size), 1},
+    {"tgt_vocab_size", offsetof(tessera_config, tgt_vocab_size), 2},
     {"max_positions", offsetof(tessera_config, max_positions), 0},
     {"bos_id", offsetof(tessera_config, bos_id), 0},
     {"eos_id", offsetof(tessera_config, eos_id), 0},
@@ -87,7 +89,8 @@ static int read_ints(const json_t *root, tessera_config *cfg, char *err, size_t 
         const int_key *k = &int_keys[i];
         const json_t *v = json_object_get(root, k->name);
         if (!v) {
-            if (k->required)
+            /* n_decoder_layers, read before, says whether a decoder needs it. */
+            if (k->required == 1 || (k->required == 2 && cfg->n_decoder_layers != 0))
                 return tsr_fail(err, err_len, "key '%s': missing", k->name);
             continue;
         }
@@ -292,10 +295,17 @@ static int check_matrix(const char *key, int rows, int cols, char *err, size_t e
 int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
 {
     tessera_config c = *cfg;
+    /* An encoder alone (BERT-style use) has no decoder layers, and then
+     * needs no target vocabulary: every other size is at least 1. */
+    int has_decoder = c.n_decoder_layers != 0;
     for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
         const int_key *k = &int_keys[i];
+        int lo = k->offset == offsetof(tessera_config, n_decoder_layers) ||
+                         (k->required == 2 && !has_decoder)
+                     ? 0
+                     : 1;
         if (k->required &&
-            check_range(k->name, *int_field(&c, k->offset), 1, MAX_SIZE + 1, "", err, err_len))
+            check_range(k->name, *int_field(&c, k->offset), lo, MAX_SIZE + 1, "", err, err_len))
             return -1;
     }
     if (check_range("max_positions", c.max_positions, 2, MAX_SIZE + 1, "", err, err_len))
@@ -303,16 +313,28 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
     if (c.d_model % c.n_heads != 0)
         return tsr_fail(err, err_len, "key 'n_heads': %d does not divide d_model (%d)", c.n_heads,
                         c.d_model);
-    int both_vocab = c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
-    if (check_range("bos_id", c.bos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err, err_len) ||
-        check_range("eos_id", c.eos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err, err_len) ||
-        check_range("unk_id", c.unk_id, 0, both_vocab, " (the smaller vocabulary)", err, err_len) ||
-        check_range("pad_id", c.pad_id, 0, both_vocab, " (the smaller vocabulary)", err, err_len))
+    if (has_decoder) {
+        int both_vocab =
+            c.src_vocab_size < c.tgt_vocab_size ? c.src_vocab_size : c.tgt_vocab_size;
+        if (check_range("bos_id", c.bos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err,
+                        err_len) ||
+            check_range("eos_id", c.eos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err,
+                        err_len) ||
+            check_range("unk_id", c.unk_id, 0, both_vocab, " (the smaller vocabulary)", err,
+                        err_len) ||
+            check_range("pad_id", c.pad_id, 0, both_vocab, " (the smaller vocabulary)", err,
+                        err_len))
+            return -1;
+        if (c.bos_id == c.eos_id)
+            return tsr_fail(err, err_len, "key 'eos_id': equals bos_id (%d)", c.bos_id);
+    } else if (check_range("unk_id", c.unk_id, 0, c.src_vocab_size, " (src_vocab_size)", err,
+                           err_len) ||
+               check_range("pad_id", c.pad_id, 0, c.src_vocab_size, " (src_vocab_size)", err,
+                           err_len)) {
         return -1;
-    if (c.bos_id == c.eos_id)
-        return tsr_fail(err, err_len, "key 'eos_id': equals bos_id (%d)", c.bos_id);
+    }
     if (check_matrix("src_vocab_size", c.src_vocab_size, c.d_model, err, err_len) ||
-        check_matrix("tgt_vocab_size", c.tgt_vocab_size, c.d_model, err, err_len) ||
+        (has_decoder && check_matrix("tgt_vocab_size", c.tgt_vocab_size, c.d_model, err, err_len)) ||
         check_matrix("d_ff", c.d_ff, c.d_model, err, err_len) ||
         check_matrix("max_positions", c.max_positions, c.d_model, err, err_len) ||
         check_matrix("d_model", 3 * c.d_model, c.d_model, err, err_len))

@@ -24,6 +24,10 @@ void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b);
 int tsr_check_tokens(const tessera_tokens *seqs, size_t n, int vocab, int max_positions,
                      const char *what, size_t first, int allow_empty, char *err, size_t err_len);
 
+/* 0 when the model has a decoder; else bad input: "WHAT: the model is an
+ * encoder alone ...". */
+int tsr_check_has_decoder(const tessera_model *m, const char *what, char *err, size_t err_len);
+
 /* Most target tokens a hypothesis may have: options->max_len, capped so that
  * [bos] + output fits max_positions. */
 size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options *o);

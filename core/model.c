@@ -249,7 +249,8 @@ static int fetch_embeddings(builder *b)
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     size_t pos_shape[3] = {P, 1, d};
     TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb));
-    TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb));
+    if (m->cfg.n_decoder_layers > 0)
+        TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb));
     m->positions = model_alloc(m, P * d);
     if (!m->positions)
         return out_of_memory(b, "positional_encoding.pos_embedding");
@@ -297,7 +298,8 @@ static size_t arena_size(const tessera_config *c, const tsr_kernels *k, tsr_weig
     size_t self = panel_bytes(k, t, 3 * d, d) + panel_bytes(k, t, d, d);
     size_t cross = panel_bytes(k, t, d, d) + panel_bytes(k, t, 2 * d, d) + panel_bytes(k, t, d, d);
     return (size_t)c->n_encoder_layers * (self + ffn) +
-           (size_t)c->n_decoder_layers * (self + cross + ffn) + panel_bytes(k, t, v, d);
+           (size_t)c->n_decoder_layers * (self + cross + ffn) +
+           (c->n_decoder_layers > 0 ? panel_bytes(k, t, v, d) : 0);
 }
 
 static void relocate_linear(tsr_packed_linear *w, const unsigned char *from, unsigned char *to)
@@ -325,7 +327,8 @@ static void relocate(tessera_model *m, const unsigned char *from, unsigned char 
         relocate_linear(&l->ff1, from, to);
         relocate_linear(&l->ff2, from, to);
     }
-    relocate_linear(&m->generator, from, to);
+    if (m->cfg.n_decoder_layers > 0)
+        relocate_linear(&m->generator, from, to);
 }
 
 int tsr_model_copy_for_node(const tessera_model *m, int node)
@@ -413,7 +416,7 @@ static int build_all(builder *b)
     size_t n_enc = (size_t)m->cfg.n_encoder_layers, n_dec = (size_t)m->cfg.n_decoder_layers;
     m->enc = calloc(n_enc, sizeof *m->enc);
     m->dec = calloc(n_dec, sizeof *m->dec);
-    if (!m->enc || !m->dec)
+    if (!m->enc || (n_dec > 0 && !m->dec))
         return out_of_memory(b, "layers");
     TSR_TRY(fetch_embeddings(b));
     for (size_t i = 0; i < n_enc; i++)
@@ -421,6 +424,8 @@ static int build_all(builder *b)
     for (size_t i = 0; i < n_dec; i++)
         TSR_TRY(fetch_decoder_layer(b, i, &m->dec[i]));
     TSR_TRY(fetch_norm(b, "transformer.encoder.norm", 1, &m->enc_norm));
+    if (n_dec == 0)
+        return 0; /* an encoder alone: no decoder norm, no generator */
     TSR_TRY(fetch_norm(b, "transformer.decoder.norm", 1, &m->dec_norm));
     return fetch_linear(b, "generator", (size_t)m->cfg.tgt_vocab_size, m->d, &m->generator);
 }

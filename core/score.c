@@ -129,6 +129,7 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
     if (!rt || !m || !o)
         return tsr_fail(err, err_len, "score: %s is NULL",
                         !rt ? "the runtime" : !m ? "the model" : "the options");
+    TSR_TRY(tsr_check_has_decoder(m, "score", err, err_len));
     if (o->batch < 1)
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "source", 1, 0,

@@ -72,7 +72,7 @@ typedef enum tessera_layer_norm_form {
 /* Architecture and special ids, as config.json (see INTERFACE.md). */
 typedef struct tessera_config {
     int d_model, n_heads, d_ff;
-    int n_encoder_layers, n_decoder_layers;
+    int n_encoder_layers, n_decoder_layers; /* 0 decoder layers: an encoder alone */
     int src_vocab_size, tgt_vocab_size;
     int max_positions;
     tessera_activation activation;

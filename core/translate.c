@@ -35,6 +35,15 @@ int tsr_check_tokens(const tessera_tokens *seqs, size_t n, int vocab, int max_po
     return 0;
 }
 
+int tsr_check_has_decoder(const tessera_model *m, const char *what, char *err, size_t err_len)
+{
+    if (m->cfg.n_decoder_layers > 0)
+        return 0;
+    return tsr_fail(err, err_len,
+                    "%s: the model is an encoder alone (n_decoder_layers 0): only encode runs it",
+                    what);
+}
+
 size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options *o)
 {
     size_t limit = (size_t)m->cfg.max_positions - 1;
@@ -135,6 +144,7 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
     if (!rt || !m || !o)
         return tsr_fail(err, err_len, "translate: %s is NULL",
                         !rt ? "the runtime" : !m ? "the model" : "the options");
+    TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
     TSR_TRY(check_options(o, err, err_len));
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
                              0, err, err_len));

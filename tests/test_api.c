@@ -336,3 +336,37 @@ Test(api, version)
              TESSERA_VERSION_PATCH);
     cr_expect_str_eq(tessera_version(), expected);
 }
+
+/* An encoder alone (n_decoder_layers 0) loads and encodes; translate and
+ * score say it is bad input for them. */
+Test(api, encoder_only_model)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/golden/encoder-only-f32", test_srcdir());
+    tessera_model *m;
+    cr_assert_eq(tessera_model_load(dir, &m, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(tessera_model_config(m)->n_decoder_layers, 0);
+    tessera_runtime *rt = runtime(1, 0, 1);
+    const int32_t ids[] = {4, 5, 6};
+    tessera_tokens src = {ids, 3};
+    float **vectors;
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
+    cr_expect_eq(tessera_encode_with(rt, m, &src, 1, &eo, &vectors, err, sizeof err), 0, "%s",
+                 err);
+    tessera_encodings_free(vectors, 1);
+    tessera_translate_options to;
+    tessera_translate_options_init(&to);
+    tessera_hypothesis *h;
+    cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &to, &h, err, sizeof err),
+                 TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "encoder alone"), "%s", err);
+    tessera_score_options so;
+    tessera_score_options_init(&so);
+    float **scores;
+    cr_expect_eq(tessera_score_with(rt, m, &src, &src, 1, &so, &scores, err, sizeof err),
+                 TESSERA_ERR_INPUT);
+    cr_expect(strstr(err, "encoder alone"), "%s", err);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}

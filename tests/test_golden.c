@@ -387,17 +387,22 @@ typedef struct encode_case {
     char pool[8];
 } encode_case;
 
+/* The encoder alone of tests/golden: its sentences are encode.in (the other
+ * models encode their translate.in). */
+#define ENCODER_ONLY "encoder-only-f32"
+
 ParameterizedTestParameters(golden, encode_against_pytorch)
 {
     static const char *const pools[] = {"none", "mean", "first"};
-    size_t n_models = sizeof models / sizeof models[0];
+    size_t n_models = sizeof models / sizeof models[0] + 1;
     size_t n = tsr_kernel_set_count * n_models * 3;
     encode_case *cases = cr_malloc(n * sizeof *cases);
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
         for (size_t m = 0; m < n_models; m++)
             for (size_t p = 0; p < 3; p++, i++) {
                 snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
-                snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
+                snprintf(cases[i].model, sizeof cases[i].model, "%s",
+                         m + 1 < n_models ? models[m] : ENCODER_ONLY);
                 snprintf(cases[i].pool, sizeof cases[i].pool, "%s", pools[p]);
             }
     return cr_make_param_array(encode_case, cases, n, free_params);
@@ -410,7 +415,8 @@ ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 120
     test_kernel_set_or_skip(c->isa);
     char model_dir[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
-    char *input = read_fixture(c->model, "translate.in");
+    char *input = read_fixture(c->model, strcmp(c->model, ENCODER_ONLY) == 0 ? "encode.in"
+                                                                             : "translate.in");
     char *expected_text = read_fixture(c->model, "encode.expected");
     const char *const pool_flags[] = {"--pool", c->pool, NULL};
     test_run one = run_tessera(c->isa, "encode", model_dir, input, 1, 0, pool_flags);
@@ -455,4 +461,21 @@ ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 120
     test_run_free(&eight);
     free(input);
     free(expected_text);
+}
+
+/* translate and score refuse an encoder alone, naming it, before any output. */
+Test(golden, encoder_only_model_only_encodes)
+{
+    char model_dir[1024];
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), ENCODER_ONLY);
+    static const char *const kinds[] = {"translate", "score"};
+    for (size_t k = 0; k < 2; k++) {
+        test_run r = run_tessera("scalar", kinds[k], model_dir, "4 5\t6\n", 1, 0, NULL);
+        cr_expect_eq(r.exit_status, 1, "%s on an encoder alone: status %d", kinds[k],
+                     r.exit_status);
+        cr_expect(strstr(r.err, "encoder alone") && strstr(r.err, ENCODER_ONLY), "%s: %s",
+                  kinds[k], r.err);
+        cr_expect_str_empty(r.out, "%s printed: %s", kinds[k], r.out);
+        test_run_free(&r);
+    }
 }

@@ -682,6 +682,27 @@ Test(config, layer_norm_form)
                 "key 'layer_norm_form': 'std_unbiased' needs d_model >= 2", NULL);
 }
 
+/* An encoder alone: n_decoder_layers 0, and then no target vocabulary is
+ * needed; special ids are checked against the source vocabulary only. */
+Test(config, encoder_only)
+{
+    tessera_config cfg;
+    char *json = config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL, NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.n_decoder_layers, 0);
+    cr_expect_eq(cfg.tgt_vocab_size, 0);
+    json = config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL, "bos_id", "5000",
+                       "eos_id", "5000", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    parse_fails(config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL, "unk_id", "1000",
+                            NULL),
+                "key 'unk_id': 1000 is out of range [0, 1000) (src_vocab_size)", NULL);
+    parse_fails(config_with("n_decoder_layers", "-1", NULL), "key 'n_decoder_layers'", NULL);
+    parse_fails(config_with("tgt_vocab_size", NULL, NULL), "key 'tgt_vocab_size': missing", NULL);
+}
+
 Test(config, n_heads_must_divide_d_model)
 {
     parse_fails(config_with("n_heads", "5", NULL),
@@ -697,7 +718,9 @@ Test(config, sizes_out_of_range)
     for (size_t i = 0; i < N_BASE_KEYS; i++) {
         char needle[64];
         snprintf(needle, sizeof needle, "key '%s'", base_keys[i][0]);
-        parse_fails(config_with(base_keys[i][0], "0", NULL), needle, NULL);
+        /* n_decoder_layers 0 is an encoder alone (config::encoder_only). */
+        if (strcmp(base_keys[i][0], "n_decoder_layers") != 0)
+            parse_fails(config_with(base_keys[i][0], "0", NULL), needle, NULL);
         parse_fails(config_with(base_keys[i][0], "-3", NULL), needle, NULL);
         parse_fails(config_with(base_keys[i][0], "16777217", NULL), needle, NULL);
     }

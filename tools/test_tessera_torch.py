@@ -124,8 +124,8 @@ def np_final_norm(W, name, x, cfg):
                          cfg["layer_norm_form"])
 
 
-def np_logprobs(W, cfg, src, tgt_in):
-    """[len(tgt_in), tgt_vocab] log-probabilities."""
+def np_encode(W, cfg, src):
+    """[len(src), d_model]: the encoder's output, after its final norm if any."""
     heads, act = cfg["n_heads"], cfg["activation"]
     x = np_embed(W, cfg, "src_tok_emb.embedding.weight", src)
     for i in range(cfg["n_encoder_layers"]):
@@ -133,7 +133,13 @@ def np_logprobs(W, cfg, src, tgt_in):
         x = np_sublayer(W, p + "norm1", x,
                         lambda y: np_attention(W, p + "self_attn.", y, y, heads, False), cfg)
         x = np_sublayer(W, p + "norm2", x, lambda y: np_ffn(W, p, y, act), cfg)
-    memory = np_final_norm(W, "transformer.encoder.norm", x, cfg)
+    return np_final_norm(W, "transformer.encoder.norm", x, cfg)
+
+
+def np_logprobs(W, cfg, src, tgt_in):
+    """[len(tgt_in), tgt_vocab] log-probabilities."""
+    heads, act = cfg["n_heads"], cfg["activation"]
+    memory = np_encode(W, cfg, src)
     x = np_embed(W, cfg, "tgt_tok_emb.embedding.weight", tgt_in)
     for i in range(cfg["n_decoder_layers"]):
         p = "transformer.decoder.layers.%d." % i
@@ -387,15 +393,39 @@ def fixture_translate_errors(directory, suffix, W, cfg, parse, max_len):
     return wrong
 
 
+def fixture_encode_error(directory, W, cfg):
+    """Worst |got - numpy| / (1 + |numpy|) over encode.expected."""
+    source = "encode.in" if os.path.exists(os.path.join(directory, "encode.in")) else "translate.in"
+    sentences = [[int(t) for t in line.split()] for line in read_lines(os.path.join(directory, source))]
+    expected = read_lines(os.path.join(directory, "encode.expected"))
+    if len(sentences) != len(expected):
+        return math.inf
+    worst = 0.0
+    for ids, line in zip(sentences, expected):
+        want = np_encode(W, cfg, ids).reshape(-1)
+        got = np.array([float(v) for v in line.split()])
+        if got.shape != want.shape:
+            return math.inf
+        worst = max(worst, float(np.max(np.abs(got - want) / (1 + np.abs(want)))))
+    return worst
+
+
 def check_golden_fixtures(failures, root, max_len=20):
     for name in sorted(os.listdir(root)):
         directory = os.path.join(root, name)
         if not os.path.isdir(directory):
             continue
         with open(os.path.join(directory, "config.json")) as f:
-            cfg = tt.full_config(json.load(f))
+            given = json.load(f)
+        # An encoder alone has no target side: full_config's defaults fill in
+        # a placeholder target vocabulary that nothing reads.
+        cfg = tt.full_config(dict({"tgt_vocab_size": 1}, **given))
         stored = tt.read_safetensors(os.path.join(directory, "model.safetensors"))
         W = {k: v.double().numpy() for k, v in stored.items()}
+        report(failures, "fixture %s encode (relative)" % name,
+               fixture_encode_error(directory, W, cfg), 1e-8)
+        if cfg["n_decoder_layers"] == 0:
+            continue
         for suffix in ("", ".tokens"):
             if not os.path.exists(os.path.join(directory, "score%s.in" % suffix)):
                 continue
