@@ -53,13 +53,22 @@ static const bool_key bool_keys[] = {
     {"scale_embedding", offsetof(tessera_config, scale_embedding)},
 };
 
-static const struct {
+/* A key whose value is one of a few names (activation, layer_norm_form). */
+typedef struct named_value {
     const char *name;
-    tessera_activation value;
-} activations[] = {
+    int value;
+} named_value;
+
+static const named_value activations[] = {
     {"relu", TESSERA_RELU},
     {"gelu", TESSERA_GELU},
     {"silu", TESSERA_SILU},
+};
+
+static const named_value layer_norm_forms[] = {
+    {"variance", TESSERA_LAYER_NORM_VARIANCE},
+    {"std", TESSERA_LAYER_NORM_STD},
+    {"std_unbiased", TESSERA_LAYER_NORM_STD_UNBIASED},
 };
 
 void tessera_config_defaults(tessera_config *cfg) { tsr_config_defaults(cfg); }
@@ -120,59 +129,28 @@ static int read_bools(const json_t *root, tessera_config *cfg, char *err, size_t
     return 0;
 }
 
-static int read_activation(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+/* Sets *out from key's name, when the key is given; `what` names the kind
+ * in the error: "key 'activation': unknown activation 'tanh' (relu, gelu, silu)". */
+static int read_named(const json_t *root, const char *key, const char *what,
+                      const named_value *names, size_t n, int *out, char *err, size_t err_len)
 {
-    const json_t *v = json_object_get(root, "activation");
+    const json_t *v = json_object_get(root, key);
     if (!v)
         return 0;
     if (!json_is_string(v))
-        return tsr_fail(err, err_len, "key 'activation': expected a string, got %s", tsr_json_kind(v));
-    const char *name = json_string_value(v);
-    for (size_t i = 0; i < sizeof activations / sizeof activations[0]; i++) {
-        if (strcmp(name, activations[i].name) == 0) {
-            cfg->activation = activations[i].value;
-            return 0;
-        }
-    }
-    return tsr_fail(err, err_len, "key 'activation': unknown activation '%s' (relu, gelu, silu)",
-                    name);
-}
-
-static const struct {
-    const char *name;
-    tessera_layer_norm_form value;
-} layer_norm_forms[] = {
-    {"variance", TESSERA_LAYER_NORM_VARIANCE},
-    {"std", TESSERA_LAYER_NORM_STD},
-    {"std_unbiased", TESSERA_LAYER_NORM_STD_UNBIASED},
-};
-
-static int read_layer_norm_form(const json_t *root, tessera_config *cfg, char *err,
-                                size_t err_len)
-{
-    const json_t *v = json_object_get(root, "layer_norm_form");
-    if (!v)
-        return 0;
-    if (!json_is_string(v))
-        return tsr_fail(err, err_len, "key 'layer_norm_form': expected a string, got %s",
+        return tsr_fail(err, err_len, "key '%s': expected a string, got %s", key,
                         tsr_json_kind(v));
     const char *name = json_string_value(v);
-    for (size_t i = 0; i < sizeof layer_norm_forms / sizeof layer_norm_forms[0]; i++) {
-        if (strcmp(name, layer_norm_forms[i].name) == 0) {
-            cfg->layer_norm_form = layer_norm_forms[i].value;
+    char choices[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, names[i].name) == 0) {
+            *out = names[i].value;
             return 0;
         }
+        size_t used = strlen(choices);
+        snprintf(choices + used, sizeof choices - used, "%s%s", i ? ", " : "", names[i].name);
     }
-    return tsr_fail(err, err_len,
-                    "key 'layer_norm_form': unknown form '%s' (variance, std, std_unbiased)", name);
-}
-
-const char *tsr_layer_norm_form_name(tessera_layer_norm_form form)
-{
-    for (size_t i = 0; i < sizeof layer_norm_forms / sizeof layer_norm_forms[0]; i++)
-        if (layer_norm_forms[i].value == form)
-            return layer_norm_forms[i].name;
-    return "unknown";
+    return tsr_fail(err, err_len, "key '%s': unknown %s '%s' (%s)", key, what, name, choices);
 }
 
 static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
@@ -202,15 +180,23 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
         return tsr_fail(err, err_len, "not valid JSON: %s (line %d, column %d)", jerr.text,
                         jerr.line, jerr.column);
     int rc;
+    /* The enums' values, read as ints. */
+    int named[2] = {(int)cfg->activation, (int)cfg->layer_norm_form};
     if (!json_is_object(root))
         rc = tsr_fail(err, err_len, "top level is %s, expected a JSON object", tsr_json_kind(root));
     else if (read_ints(root, cfg, err, err_len) != 0 || read_bools(root, cfg, err, err_len) != 0 ||
-             read_activation(root, cfg, err, err_len) != 0 ||
-             read_layer_norm_form(root, cfg, err, err_len) != 0 ||
-             read_eps(root, cfg, err, err_len) != 0)
+             read_named(root, "activation", "activation", activations,
+                        sizeof activations / sizeof activations[0], &named[0], err, err_len) ||
+             read_named(root, "layer_norm_form", "form", layer_norm_forms,
+                        sizeof layer_norm_forms / sizeof layer_norm_forms[0], &named[1], err,
+                        err_len) ||
+             read_eps(root, cfg, err, err_len) != 0) {
         rc = -1;
-    else
+    } else {
+        cfg->activation = (tessera_activation)named[0];
+        cfg->layer_norm_form = (tessera_layer_norm_form)named[1];
         rc = tsr_config_validate(cfg, err, err_len);
+    }
     json_decref(root);
     return rc;
 }

@@ -24,9 +24,6 @@ int tsr_config_load(const char *path, tessera_config *cfg, char *err, size_t err
 /* Consistency of a filled config (also used for built-in bench configs). */
 int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len);
 
-/* "variance", "std", "std_unbiased" ("unknown" for any other value). */
-const char *tsr_layer_norm_form_name(tessera_layer_norm_form form);
-
 /* The kernels' view of the config's LayerNorm: form and eps. */
 static inline tsr_layernorm_params tsr_layernorm_of(const tessera_config *cfg)
 {

@@ -33,6 +33,8 @@ typedef struct rows_job {
     int which; /* softmax: 0 log_softmax, 1 logsumexp, 2 argmax */
 } rows_job;
 
+static const tsr_layernorm_params pytorch_layernorm = {TSR_LAYERNORM_VARIANCE, 1e-5f};
+
 static void layernorm_part(void *ctx, int part, int threads)
 {
     rows_job *j = ctx;
@@ -40,8 +42,7 @@ static void layernorm_part(void *ctx, int part, int threads)
     perf_split(j->rows, 1, part, threads, &b, &e);
     if (b < e)
         j->t->add_layernorm(j->x + b * j->n, j->n, j->delta[j->flip] + b * j->n, j->n, e - b,
-                            j->n, j->gamma, j->beta, (tsr_layernorm_params){TSR_LAYERNORM_VARIANCE, 1e-5f},
-                            j->out + b * j->n, j->n);
+                            j->n, j->gamma, j->beta, pytorch_layernorm, j->out + b * j->n, j->n);
 }
 
 static void run_layernorm(void *ctx)
