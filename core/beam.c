@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/decode.h"
+#include "core/decode_rules.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
@@ -63,6 +64,8 @@ typedef struct search {
     const tessera_model *m;
     const tessera_translate_options *o;
     size_t N, limit, V, n;
+    const tessera_tokens *prefix; /* [n] or NULL */
+    tsr_rules rules;
     sentence *sent;
     hyp *live_pool;
     candidate *tops;  /* [rows][2N]: each hypothesis row's best pairs, sorted */
@@ -150,8 +153,8 @@ static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_
     size_t have = 0;
     for (size_t v = 0; v < V; v++) {
         candidate c = {base + (double)lp[v], h, (int32_t)v};
-        if (have == keep && !candidate_before(&c, &best[have - 1]))
-            continue;
+        if ((have == keep && !candidate_before(&c, &best[have - 1])) || lp[v] == -INFINITY)
+            continue; /* -inf: a token the rules forbid */
         size_t j = have < keep ? have++ : keep - 1;
         while (j > 0 && candidate_before(&c, &best[j - 1])) {
             best[j] = best[j - 1];
@@ -227,7 +230,7 @@ static int select_sentence(search *b, size_t si, size_t row0)
     int32_t *out_tokens = s->tokens[!s->flip];
     for (size_t i = 0; i < n_c && n_next < N; i++) {
         const hyp *parent = &s->live[c[i].hyp];
-        if (c[i].token == b->m->cfg.eos_id) {
+        if (tsr_rules_ends(&b->rules, c[i].token)) {
             if (i < N)
                 TSR_TRY(add_finished(b, s, parent, c[i].score, parent->len + 1, 0, 0));
             continue;
@@ -291,8 +294,20 @@ static int step(search *b, char *err, size_t err_len)
                       b->V);
 #pragma omp for schedule(static)
         for (long lr = 0; lr < (long)rows; lr++) {
-            size_t r = (size_t)lr, keep = 2 * b->N;
+            size_t r = (size_t)lr, keep = 2 * b->N, si = b->seqs[r].sentence;
             float *lp = b->logits.p + r * b->V;
+            const hyp *h = &b->sent[si].live[b->row_hyp[r]];
+            if (b->prefix && h->len < b->prefix[si].len) {
+                /* Forced: the prefix token is the only candidate, scored by
+                 * the model as it is. */
+                int32_t tok = b->prefix[si].ids[h->len];
+                b->ex->ks->log_softmax(lp, b->V, lp);
+                b->tops[r * keep] = (candidate){b->row_score[r] + (double)lp[tok], b->row_hyp[r], tok};
+                b->n_top[r] = 1;
+                continue;
+            }
+            if (b->rules.active)
+                tsr_rules_apply(&b->rules, lp, b->V, h->tokens, h->len);
             b->ex->ks->log_softmax(lp, b->V, lp);
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
@@ -396,20 +411,21 @@ static void release(search *b)
     tsr_buffer_free(&b->logits);
 }
 
-int tsr_beam_search(const tsr_exec *ex, const tessera_tokens *src, size_t n,
+int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
                     const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                     size_t err_len)
 {
     search b = {
         .ex = ex, .m = ex->m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(ex->m, o),
-        .V = (size_t)ex->m->cfg.tgt_vocab_size, .n = n,
+        .V = (size_t)ex->m->cfg.tgt_vocab_size, .n = in->n, .prefix = in->prefix,
     };
+    tsr_rules_init(&b.rules, ex->m, o);
     tsr_source_batch sb;
     int rc = init(&b, err, err_len);
     if (rc == 0)
-        rc = tsr_source_batch_encode(ex, src, n, &sb, err, err_len);
+        rc = tsr_source_batch_encode(ex, in->src, in->n, &sb, err, err_len);
     if (rc == 0) {
-        rc = tsr_decoder_init(&b.dec, ex, &sb.cross, n * b.N, err, err_len);
+        rc = tsr_decoder_init(&b.dec, ex, &sb.cross, in->n * b.N, err, err_len);
         /* step() returns 1 when the search has ended, < 0 on failure. */
         while (rc == 0)
             rc = step(&b, err, err_len);

@@ -32,12 +32,21 @@ int tsr_check_has_decoder(const tessera_model *m, const char *what, char *err, s
  * [bos] + output fits max_positions. */
 size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options *o);
 
+/* One batch of sentences to translate: their sources, their target
+ * prefixes (NULL: none), and the index of the first in the whole call's
+ * input (it keys the random streams of sampling). */
+typedef struct tsr_decode_batch {
+    const tessera_tokens *src;
+    const tessera_tokens *prefix;
+    size_t n;
+    uint64_t first_index;
+} tsr_decode_batch;
+
 /* Decoding entry points for one batch of sentences, run on the call's
  * threads; out receives n * n_best hypotheses. */
-int tsr_greedy(const tsr_exec *ex, const tessera_tokens *src, size_t n,
-               const tessera_translate_options *o, tessera_hypothesis *out, char *err,
-               size_t err_len);
-int tsr_beam_search(const tsr_exec *ex, const tessera_tokens *src, size_t n,
+int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_translate_options *o,
+               tessera_hypothesis *out, char *err, size_t err_len);
+int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
                     const tessera_translate_options *o, tessera_hypothesis *out, char *err,
                     size_t err_len);
 

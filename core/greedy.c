@@ -1,13 +1,16 @@
-/* Greedy decoding of a batch: every sentence starts from [bos], appends the
- * argmax of the generator at its last position, and leaves the batch when it
- * emits eos or reaches the length limit. */
+/* Greedy decoding (and sampling) of a batch: every sentence starts from
+ * [bos] and its target prefix, appends the argmax of the generator at its
+ * last position (or a token drawn from it), and leaves the batch when it
+ * emits an ending token or reaches the length limit. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/decode.h"
+#include "core/decode_rules.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/ops.h"
+#include "core/sampling.h"
 
 typedef struct greedy_state {
     int32_t *ids;     /* [n][limit] outputs */
@@ -15,7 +18,15 @@ typedef struct greedy_state {
     double *logprob;  /* [n] */
     tsr_decode_seq *seqs;
     int32_t *next;    /* the token each active sentence feeds next */
-    float *step_logprob; /* [n]: log-probability of each active row's argmax */
+    float *step_logprob; /* [n]: log-probability of each active row's choice */
+    int plain;           /* the argmax of the raw logits: no option below is on */
+    /* Only when some option asks for more than the argmax: */
+    const tessera_tokens *prefix; /* [n] or NULL */
+    tsr_rules rules;
+    int sampling;
+    tsr_sampler sampler;
+    uint64_t *key, *draws;       /* [n]: each sentence's random stream and its use */
+    tsr_sample_entry *scratch;   /* [n][V] */
 } greedy_state;
 
 static void finish(const tessera_translate_options *o, const greedy_state *g, size_t s,
@@ -27,6 +38,35 @@ static void finish(const tessera_translate_options *o, const greedy_state *g, si
     out[s].score = g->logprob[s];
     if (o->length_penalty != 0.0f && n_tokens > 0)
         out[s].score /= pow((double)n_tokens, (double)o->length_penalty);
+}
+
+/* Sentence s's next token from its row of logits (changed in place), its
+ * log-probability in *logprob; -1 when the rules leave no token. */
+static int32_t choose(const tsr_kernels *k, greedy_state *g, size_t limit, size_t V, size_t s,
+                      float *row, float *logprob, tsr_sample_entry *scratch)
+{
+    size_t len = g->len[s];
+    if (g->prefix && len < g->prefix[s].len) { /* forced: scored by the model as it is */
+        int32_t tok = g->prefix[s].ids[len];
+        *logprob = row[tok] - k->logsumexp(row, V);
+        return tok;
+    }
+    if (g->rules.active)
+        tsr_rules_apply(&g->rules, row, V, g->ids + s * limit, len);
+    if (g->sampling) {
+        k->log_softmax(row, V, row);
+        double u = tsr_sample_uniform(g->key[s], g->draws[s]++);
+        int32_t tok = tsr_sample(&g->sampler, row, V, u, scratch);
+        if (tok >= 0)
+            *logprob = row[tok];
+        return tok;
+    }
+    float lse = k->logsumexp(row, V);
+    if (lse == -INFINITY)
+        return -1;
+    int32_t tok = (int32_t)k->argmax(row, V);
+    *logprob = row[tok] - lse;
+    return tok;
 }
 
 static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
@@ -55,20 +95,32 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
         {
             tsr_op_linear(ex, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0,
                           logits->p, V);
+            if (g->plain) {
 #pragma omp for schedule(static)
-            for (long li = 0; li < (long)active; li++) {
-                const float *row = logits->p + (size_t)li * V;
-                int32_t tok = (int32_t)k->argmax(row, V);
-                g->next[li] = tok;
-                g->step_logprob[li] = row[tok] - k->logsumexp(row, V);
+                for (long li = 0; li < (long)active; li++) {
+                    const float *row = logits->p + (size_t)li * V;
+                    int32_t tok = (int32_t)k->argmax(row, V);
+                    g->next[li] = tok;
+                    g->step_logprob[li] = row[tok] - k->logsumexp(row, V);
+                }
+            } else {
+#pragma omp for schedule(static)
+                for (long li = 0; li < (long)active; li++)
+                    g->next[li] = choose(k, g, limit, V, g->seqs[li].sentence,
+                                         logits->p + (size_t)li * V, &g->step_logprob[li],
+                                         g->scratch ? g->scratch + (size_t)li * V : NULL);
             }
         }
         size_t kept = 0;
         for (size_t i = 0; i < active; i++) {
             size_t s = g->seqs[i].sentence;
             int32_t tok = g->next[i];
+            if (tok < 0) { /* the rules left no token: the hypothesis ends here */
+                finish(o, g, s, 0, out);
+                continue;
+            }
             g->logprob[s] += (double)g->step_logprob[i];
-            if (tok == m->cfg.eos_id) {
+            if (tsr_rules_ends(&g->rules, tok)) {
                 finish(o, g, s, 1, out);
                 continue;
             }
@@ -91,12 +143,11 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
     return 0;
 }
 
-int tsr_greedy(const tsr_exec *ex, const tessera_tokens *src, size_t n,
-               const tessera_translate_options *o, tessera_hypothesis *out, char *err,
-               size_t err_len)
+int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_translate_options *o,
+               tessera_hypothesis *out, char *err, size_t err_len)
 {
     const tessera_model *m = ex->m;
-    size_t limit = tsr_target_limit(m, o);
+    size_t n = in->n, limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size;
     tsr_source_batch sb;
     tsr_decoder dec;
     tsr_buffer logits = {0};
@@ -107,13 +158,26 @@ int tsr_greedy(const tsr_exec *ex, const tessera_tokens *src, size_t n,
         .seqs = malloc(n * sizeof(tsr_decode_seq)),
         .next = malloc(n * sizeof(int32_t)),
         .step_logprob = malloc(n * sizeof(float)),
+        .prefix = in->prefix,
+        .sampling = o->sampling_topk != 1,
+        .sampler = {(size_t)o->sampling_topk, o->sampling_topp, o->sampling_temperature},
     };
-    int rc;
-    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob) {
+    tsr_rules_init(&g.rules, m, o);
+    g.plain = !g.prefix && !g.rules.active && !g.sampling;
+    int rc, sampling_oom = 0;
+    if (g.sampling) {
+        g.key = malloc(n * sizeof *g.key);
+        g.draws = calloc(n, sizeof *g.draws);
+        g.scratch = malloc(n * V * sizeof *g.scratch);
+        sampling_oom = !g.key || !g.draws || !g.scratch;
+        for (size_t s = 0; !sampling_oom && s < n; s++)
+            g.key[s] = tsr_sample_key(o->seed, in->first_index + s);
+    }
+    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom) {
         rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
-    rc = tsr_source_batch_encode(ex, src, n, &sb, err, err_len);
+    rc = tsr_source_batch_encode(ex, in->src, n, &sb, err, err_len);
     if (rc != 0)
         goto free_state;
     rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);
@@ -130,5 +194,8 @@ free_state:
     free(g.seqs);
     free(g.next);
     free(g.step_logprob);
+    free(g.key);
+    free(g.draws);
+    free(g.scratch);
     return rc;
 }

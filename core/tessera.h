@@ -240,6 +240,10 @@ typedef struct tessera_tokens {
     size_t len;
 } tessera_tokens;
 
+/* Largest sampling_topk and no_repeat_ngram accepted. */
+#define TESSERA_SAMPLING_TOPK_MAX (1 << 20)
+#define TESSERA_NO_REPEAT_NGRAM_MAX 1024
+
 typedef struct tessera_translate_options {
     int beam;             /* 1: greedy; N > 1: beam search with N hypotheses */
     int max_len;          /* most target tokens (EOS not counted); capped so
@@ -247,9 +251,41 @@ typedef struct tessera_translate_options {
     float length_penalty; /* beam: hypotheses ranked by score / len^A */
     int n_best;           /* hypotheses returned per sentence, 1..beam */
     int batch;            /* sentences decoded together, >= 1 */
+
+    /* Decoding options (README "Decoding options" gives the exact rules).
+     * Fields added here go at the end so older initialisers stay valid;
+     * always start from tessera_translate_options_init. */
+
+    /* Sampling, on when sampling_topk != 1 (needs beam 1): the next token is
+     * drawn from the sampling_topk most likely (0: all) restricted to the
+     * nucleus of mass sampling_topp, at sampling_temperature. Sentence i of
+     * the call draws from the stream (seed, first_sentence_index + i), so a
+     * sentence samples the same tokens in any batch and on any thread count;
+     * a caller that splits its input over calls passes each call's offset. */
+    int sampling_topk;          /* 0..TESSERA_SAMPLING_TOPK_MAX; 1 (default): no sampling */
+    float sampling_topp;        /* (0, 1]; default 1 */
+    float sampling_temperature; /* [0.001, 100]; default 1 */
+    uint64_t seed;
+    uint64_t first_sentence_index;
+
+    /* NULL, or one prefix per sentence: those target ids are forced first
+     * (scored by the model, untouched by the rules below) and decoding goes
+     * on from there; they are part of the output. */
+    const tessera_tokens *target_prefix;
+
+    int min_len;              /* no ending token before min_len tokens, <= max_len */
+    int no_repeat_ngram;      /* 0..TESSERA_NO_REPEAT_NGRAM_MAX: no n-gram of this
+                                 size twice; 0: off */
+    float repetition_penalty; /* [0.01, 100], CTRL form; 1 (default): off */
+    int disable_unk;          /* nonzero: unk_id is never produced */
+    int end_token;            /* -1 (default), or a target id that also ends a
+                                 hypothesis, as eos does */
 } tessera_translate_options;
 
-/* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1. */
+/* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
+ * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
+ * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
+ * end_token -1. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total

@@ -16,6 +16,11 @@ void tessera_translate_options_init(tessera_translate_options *o)
     o->length_penalty = 0.0f;
     o->n_best = 1;
     o->batch = 1;
+    o->sampling_topk = 1;
+    o->sampling_topp = 1.0f;
+    o->sampling_temperature = 1.0f;
+    o->repetition_penalty = 1.0f;
+    o->end_token = -1;
 }
 
 int tsr_check_tokens(const tessera_tokens *seqs, size_t n, int vocab, int max_positions,
@@ -88,7 +93,8 @@ void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b)
     memset(b, 0, sizeof *b);
 }
 
-static int check_options(const tessera_translate_options *o, char *err, size_t err_len)
+static int check_options(const tessera_model *m, const tessera_translate_options *o, char *err,
+                         size_t err_len)
 {
     if (o->beam < 1)
         return tsr_fail(err, err_len, "beam size %d: must be at least 1", o->beam);
@@ -102,6 +108,55 @@ static int check_options(const tessera_translate_options *o, char *err, size_t e
     if (!(o->length_penalty >= 0.0f && o->length_penalty <= 100.0f))
         return tsr_fail(err, err_len, "length penalty %g: must be between 0 and 100",
                         (double)o->length_penalty);
+    if (o->sampling_topk < 0 || o->sampling_topk > TESSERA_SAMPLING_TOPK_MAX)
+        return tsr_fail(err, err_len, "sampling topk %d: must be between 0 and %d",
+                        o->sampling_topk, TESSERA_SAMPLING_TOPK_MAX);
+    if (!(o->sampling_topp > 0.0f && o->sampling_topp <= 1.0f))
+        return tsr_fail(err, err_len, "sampling topp %g: must be in (0, 1]",
+                        (double)o->sampling_topp);
+    if (!(o->sampling_temperature >= 0.001f && o->sampling_temperature <= 100.0f))
+        return tsr_fail(err, err_len, "sampling temperature %g: must be between 0.001 and 100",
+                        (double)o->sampling_temperature);
+    if (o->sampling_topk == 1 && (o->sampling_topp != 1.0f || o->sampling_temperature != 1.0f))
+        return tsr_fail(err, err_len, "sampling topp and temperature need sampling topk 0 or "
+                                      "above 1 (topk 1 is greedy decoding)");
+    if (o->sampling_topk != 1 && o->beam != 1)
+        return tsr_fail(err, err_len, "sampling needs beam 1 (beam is %d)", o->beam);
+    if (o->min_len < 0 || o->min_len > o->max_len)
+        return tsr_fail(err, err_len, "min-len %d: must be between 0 and max-len (%d)",
+                        o->min_len, o->max_len);
+    if (o->no_repeat_ngram < 0 || o->no_repeat_ngram > TESSERA_NO_REPEAT_NGRAM_MAX)
+        return tsr_fail(err, err_len, "no-repeat-ngram %d: must be between 0 and %d",
+                        o->no_repeat_ngram, TESSERA_NO_REPEAT_NGRAM_MAX);
+    if (!(o->repetition_penalty >= 0.01f && o->repetition_penalty <= 100.0f))
+        return tsr_fail(err, err_len, "repetition penalty %g: must be between 0.01 and 100",
+                        (double)o->repetition_penalty);
+    if (o->end_token < -1 || o->end_token >= m->cfg.tgt_vocab_size)
+        return tsr_fail(err, err_len, "end token %d: out of range [0, %d)", o->end_token,
+                        m->cfg.tgt_vocab_size);
+    return 0;
+}
+
+/* Each target prefix: ids in range, no ending token, within the limit. */
+static int check_prefixes(const tessera_model *m, const tessera_translate_options *o, size_t n,
+                          char *err, size_t err_len)
+{
+    size_t limit = tsr_target_limit(m, o);
+    for (size_t i = 0; i < n; i++) {
+        const tessera_tokens *p = &o->target_prefix[i];
+        if (p->len > limit)
+            return tsr_fail(err, err_len,
+                            "sentence %zu: target prefix of %zu tokens, more than the %zu "
+                            "target tokens allowed (max-len, max_positions - 1)",
+                            i + 1, p->len, limit);
+        TSR_TRY(tsr_check_tokens(p, 1, m->cfg.tgt_vocab_size, m->cfg.max_positions,
+                                 "target prefix of sentence", i + 1, 1, err, err_len));
+        for (size_t t = 0; t < p->len; t++)
+            if (p->ids[t] == m->cfg.eos_id || p->ids[t] == o->end_token)
+                return tsr_fail(err, err_len,
+                                "sentence %zu: target prefix holds the ending token %d", i + 1,
+                                (int)p->ids[t]);
+    }
     return 0;
 }
 
@@ -128,10 +183,10 @@ static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_le
     const size_t per = (size_t)j->o->n_best, batch = (size_t)j->o->batch;
     for (size_t first = 0; first < j->n; first += batch) {
         size_t count = j->n - first < batch ? j->n - first : batch;
-        TSR_TRY(j->o->beam == 1
-                    ? tsr_greedy(ex, j->src + first, count, j->o, j->h + first * per, err, err_len)
-                    : tsr_beam_search(ex, j->src + first, count, j->o, j->h + first * per, err,
-                                      err_len));
+        tsr_decode_batch in = {j->src + first, j->o->target_prefix ? j->o->target_prefix + first : NULL,
+                               count, j->o->first_sentence_index + first};
+        TSR_TRY(j->o->beam == 1 ? tsr_greedy(ex, &in, j->o, j->h + first * per, err, err_len)
+                                : tsr_beam_search(ex, &in, j->o, j->h + first * per, err, err_len));
     }
     return 0;
 }
@@ -145,9 +200,11 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
         return tsr_fail(err, err_len, "translate: %s is NULL",
                         !rt ? "the runtime" : !m ? "the model" : "the options");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
-    TSR_TRY(check_options(o, err, err_len));
+    TSR_TRY(check_options(m, o, err, err_len));
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
                              0, err, err_len));
+    if (o->target_prefix)
+        TSR_TRY(check_prefixes(m, o, n, err, err_len));
     size_t per = (size_t)o->n_best;
     tessera_hypothesis *h = calloc(n * per + 1, sizeof *h);
     if (!h)

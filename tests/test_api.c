@@ -370,3 +370,112 @@ Test(api, encoder_only_model)
     tessera_runtime_free(rt);
     tessera_model_free(m);
 }
+
+/* ---- Decoding options ---------------------------------------------------- */
+
+/* Every bad decoding option is TESSERA_ERR_INPUT naming the option. */
+Test(api, decoding_options_are_checked)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 1);
+    int32_t ids[] = {1, 2, 3};
+    tessera_tokens src = {ids, 3};
+    tessera_hypothesis *h;
+    static const struct {
+        const char *field, *says;
+    } cases[] = {
+        {"sampling_topp 1.5", "sampling topp 1.5"},
+        {"sampling_topp 0", "sampling topp 0"},
+        {"sampling_topk -1", "sampling topk -1"},
+        {"sampling_temperature 0", "sampling temperature 0"},
+        {"topp without topk", "topk 1 is greedy"},
+        {"sampling with beam", "sampling needs beam 1"},
+        {"min_len 30 max_len 20", "min-len 30"},
+        {"no_repeat_ngram 5000", "no-repeat-ngram 5000"},
+        {"repetition_penalty 0", "repetition penalty 0"},
+        {"end_token 9999", "end token 9999"},
+        {"prefix id 9999", "target prefix of sentence 1: token id 9999"},
+        {"prefix eos", "ending token"},
+        {"prefix too long", "target prefix of 21 tokens"},
+    };
+    int32_t prefix_ids[21] = {0};
+    tessera_tokens prefix = {prefix_ids, 1};
+    const tessera_config *cfg = tessera_model_config(m);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tessera_translate_options o;
+        tessera_translate_options_init(&o);
+        o.max_len = 20;
+        switch (i) {
+        case 0: o.sampling_topk = 0; o.sampling_topp = 1.5f; break;
+        case 1: o.sampling_topk = 0; o.sampling_topp = 0.0f; break;
+        case 2: o.sampling_topk = -1; break;
+        case 3: o.sampling_topk = 0; o.sampling_temperature = 0.0f; break;
+        case 4: o.sampling_topp = 0.5f; break;
+        case 5: o.sampling_topk = 5; o.beam = 2; break;
+        case 6: o.min_len = 30; break;
+        case 7: o.no_repeat_ngram = 5000; break;
+        case 8: o.repetition_penalty = 0.0f; break;
+        case 9: o.end_token = 9999; break;
+        case 10: prefix_ids[0] = 9999; o.target_prefix = &prefix; break;
+        case 11: prefix_ids[0] = cfg->eos_id; o.target_prefix = &prefix; break;
+        case 12: prefix_ids[0] = 0; prefix.len = 21; o.target_prefix = &prefix; break;
+        }
+        cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &o, &h, err, sizeof err),
+                     TESSERA_ERR_INPUT, "%s: accepted", cases[i].field);
+        cr_expect(strstr(err, cases[i].says), "%s: message '%s' lacks '%s'", cases[i].field, err,
+                  cases[i].says);
+        cr_expect_null(h);
+    }
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}
+
+/* Sentence i of a call samples from the stream (seed, first_sentence_index
+ * + i): one call over all sentences equals one call per sentence with its
+ * index, and a different seed or index changes some sentence. */
+Test(api, sampling_streams_follow_the_sentence_index)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 1);
+    api_inputs *in = read_inputs();
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.sampling_topk = 0;
+    o.seed = 42;
+    o.max_len = 20;
+    o.batch = 5;
+    tessera_hypothesis *all, *one, *other;
+    cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &o, &all, err, sizeof err), 0, "%s",
+                 err);
+    size_t changed_by_index = 0, changed_by_seed = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        tessera_translate_options single = o;
+        single.batch = 1;
+        single.first_sentence_index = i;
+        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &one, err, sizeof err),
+                     0, "%s", err);
+        cr_expect(one->len == all[i].len && !memcmp(one->ids, all[i].ids, one->len * 4) &&
+                      one->score == all[i].score,
+                  "sentence %zu alone differs from the whole call", i + 1);
+        tessera_hypotheses_free(one, 1);
+        single.first_sentence_index = i + 1000;
+        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &other, err,
+                                            sizeof err), 0, "%s", err);
+        changed_by_index += other->len != all[i].len || memcmp(other->ids, all[i].ids, other->len * 4);
+        tessera_hypotheses_free(other, 1);
+        single.first_sentence_index = i;
+        single.seed = 43;
+        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &other, err,
+                                            sizeof err), 0, "%s", err);
+        changed_by_seed += other->len != all[i].len || memcmp(other->ids, all[i].ids, other->len * 4);
+        tessera_hypotheses_free(other, 1);
+    }
+    cr_expect_gt(changed_by_index, in->n / 2, "another index changed %zu of %zu", changed_by_index,
+                 in->n);
+    cr_expect_gt(changed_by_seed, in->n / 2, "another seed changed %zu of %zu", changed_by_seed,
+                 in->n);
+    tessera_hypotheses_free(all, in->n);
+    free(in);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}
