@@ -37,7 +37,11 @@ static void usage(FILE *f)
             "  greedy    greedy decoding, one sentence at a time (target tokens/s)\n"
             "  greedy-batch  greedy decoding, --batch sentences together (tokens/s)\n"
             "  beam4     beam search with beam 4, --batch sentences together (tokens/s)\n"
+            "  sample-batch  sampling (top-k 10, top-p 0.9, temperature 0.8), --batch\n"
+            "            sentences together, EOS held back until --tgt-len (tokens/s)\n"
             "  score     teacher-forced scoring of --batch pairs together (tokens/s)\n"
+            "  encode-batch  the encoder's output vectors of --batch sentences (tessera\n"
+            "            encode; source tokens/s)\n"
             "Decoding runs exactly --tgt-len tokens per sentence on the built-in\n"
             "configurations (the random generator never prefers EOS). A real model may stop\n"
             "at EOS sooner: its lines add tgt_tokens=, the target tokens produced (EOS not\n"
@@ -94,14 +98,18 @@ typedef struct bench_case {
     int beam;
     int score;
     int encoder_only;
+    int sampling; /* top-k 10, top-p 0.9, temperature 0.8, min-len --tgt-len */
+    int encode;   /* tessera_encode of the batch */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"encoder", 1, 1, 0, 1},
-    {"greedy", 1, 1, 0, 0},
-    {"greedy-batch", 0, 1, 0, 0},
-    {"beam4", 0, 4, 0, 0},
-    {"score", 0, 1, 1, 0},
+    {"encoder", 1, 1, 0, 1, 0, 0},
+    {"greedy", 1, 1, 0, 0, 0, 0},
+    {"greedy-batch", 0, 1, 0, 0, 0, 0},
+    {"beam4", 0, 4, 0, 0, 0, 0},
+    {"sample-batch", 0, 1, 0, 0, 1, 0},
+    {"score", 0, 1, 1, 0, 0, 0},
+    {"encode-batch", 0, 1, 0, 0, 0, 1},
 };
 
 static double bench_failed(const char *err)
@@ -139,7 +147,17 @@ static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_
     char err[512];
     *produced = 0;
     double t0 = now_ms();
-    if (bc->score) {
+    if (bc->encode) {
+        float **vectors;
+        tessera_encode_options eo;
+        tessera_encode_options_init(&eo);
+        eo.batch = n;
+        if (tessera_encode_with(rt, m, src, (size_t)n, &eo, &vectors, err, sizeof err) != 0)
+            return bench_failed(err);
+        tessera_encodings_free(vectors, (size_t)n);
+        for (int i = 0; i < n; i++)
+            *produced += (long)src[i].len;
+    } else if (bc->score) {
         float **scores;
         tessera_score_options so;
         tessera_score_options_init(&so);
@@ -156,6 +174,12 @@ static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_
         t.beam = bc->beam;
         t.max_len = bc->encoder_only ? 0 : o->tgt_len;
         t.batch = n;
+        if (bc->sampling) {
+            t.sampling_topk = 10;
+            t.sampling_topp = 0.9f;
+            t.sampling_temperature = 0.8f;
+            t.min_len = t.max_len;
+        }
         if (tessera_translate_with(rt, m, src, (size_t)n, &t, &h, err, sizeof err) != 0)
             return bench_failed(err);
         for (int i = 0; i < n; i++) /* n_best is 1: one hypothesis per sentence */
@@ -206,6 +230,9 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
                    median);
+        else if (bc->encode)
+            printf(" median_ms=%.3f src_tok_per_s=%.1f\n", median,
+                   (double)produced / (median / 1e3));
         else if (real)
             printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f tok_per_s=%.1f\n", o->tgt_len,
                    produced, median, (double)produced / (median / 1e3));
@@ -436,7 +463,8 @@ int cli_bench(int argc, char **argv)
         if (i == sizeof cases / sizeof cases[0]) {
             if (!any)
                 return cli_error("bench: --case '%s': no such case (encoder, greedy, "
-                                 "greedy-batch, beam4, score, all)", o.cases);
+                                 "greedy-batch, beam4, sample-batch, score, "
+                                 "encode-batch, all)", o.cases);
             break;
         }
         any |= (size_t)case_selected(o.cases, cases[i].name);

@@ -29,6 +29,8 @@ typedef struct cli_options {
     int tokens;
     tessera_translate_options translate;
     int n_best_given;
+    int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */
+    const char *sampling_shape_given;  /* the flag, when --sampling-topp or -temperature was */
     tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
     const char *pool;   /* encode --pool: none, mean, first (default none) */
     const char *format; /* encode --format: text, binary (default text) */
@@ -94,6 +96,12 @@ typedef struct cli_ids {
  * (without the line number) in err. */
 int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
                        int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
+
+/* Splits a line of two fields at its one TAB: line[0..*first_len) and
+ * *second[0..*second_len). -1 with "expected EXPECTED, found no tab" (or
+ * more than one) in err otherwise. */
+int cli_split_at_tab(const char *line, size_t len, const char *expected, size_t *first_len,
+                     const char **second, size_t *second_len, char *err, size_t err_len);
 
 /* A source sentence for the model: parsed as above, not empty, at most
  * max_positions tokens; *out then borrows ids. -1 with a message otherwise. */

@@ -121,6 +121,20 @@ int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *voc
     return 0;
 }
 
+int cli_split_at_tab(const char *line, size_t len, const char *expected, size_t *first_len,
+                     const char **second, size_t *second_len, char *err, size_t err_len)
+{
+    const char *tab = memchr(line, '\t', len);
+    if (!tab)
+        return cli_fail(err, err_len, "expected %s, found no tab", expected);
+    *first_len = (size_t)(tab - line);
+    *second = tab + 1;
+    *second_len = len - *first_len - 1;
+    if (memchr(*second, '\t', *second_len))
+        return cli_fail(err, err_len, "expected %s, found more than one tab", expected);
+    return 0;
+}
+
 int cli_parse_source(const cli_model *cm, const char *text, size_t len, cli_ids *ids,
                      tessera_tokens *out, char *err, size_t err_len)
 {

@@ -62,6 +62,18 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
     return 0;
 }
 
+/* A seed: a whole number in [0, 2^64). */
+static int parse_seed(const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || errno || text[strspn(text, " \t")] == '-')
+        return cli_error("--seed: '%s' is not a whole number in [0, 18446744073709551615]", text);
+    *out = (uint64_t)v;
+    return 0;
+}
+
 int cli_parse_compute_type(const char *text, tessera_compute_type *out)
 {
     char err[256];
@@ -207,6 +219,16 @@ enum {
     OPT_WORKERS,
     OPT_POOL,
     OPT_FORMAT,
+    OPT_SAMPLING_TOPK,
+    OPT_SAMPLING_TOPP,
+    OPT_SAMPLING_TEMPERATURE,
+    OPT_SEED,
+    OPT_PREFIX,
+    OPT_MIN_LEN,
+    OPT_NO_REPEAT_NGRAM,
+    OPT_REPETITION_PENALTY,
+    OPT_DISABLE_UNK,
+    OPT_END_TOKEN,
 };
 
 static const struct option all_options[] = {
@@ -225,6 +247,16 @@ static const struct option all_options[] = {
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"pool", required_argument, NULL, OPT_POOL},
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"sampling-topk", required_argument, NULL, OPT_SAMPLING_TOPK},
+    {"sampling-topp", required_argument, NULL, OPT_SAMPLING_TOPP},
+    {"sampling-temperature", required_argument, NULL, OPT_SAMPLING_TEMPERATURE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"prefix", no_argument, NULL, OPT_PREFIX},
+    {"min-len", required_argument, NULL, OPT_MIN_LEN},
+    {"no-repeat-ngram", required_argument, NULL, OPT_NO_REPEAT_NGRAM},
+    {"repetition-penalty", required_argument, NULL, OPT_REPETITION_PENALTY},
+    {"disable-unk", no_argument, NULL, OPT_DISABLE_UNK},
+    {"end-token", required_argument, NULL, OPT_END_TOKEN},
     {NULL, 0, NULL, 0},
 };
 
@@ -255,6 +287,30 @@ static int apply_option(int opt, const char *arg, cli_options *o)
             return cli_error("--format: unknown format '%s' (text, binary)", arg);
         o->format = arg;
         return 0;
+    case OPT_SAMPLING_TOPK:
+        return cli_parse_int("--sampling-topk", arg, 0, TESSERA_SAMPLING_TOPK_MAX,
+                             &t->sampling_topk);
+    case OPT_SAMPLING_TOPP:
+        o->sampling_shape_given = "--sampling-topp";
+        if (cli_parse_float("--sampling-topp", arg, 0.0, 1.0, &t->sampling_topp) != 0)
+            return 1;
+        if (t->sampling_topp == 0.0f)
+            return cli_error("--sampling-topp: %s is out of range (0, 1]", arg);
+        return 0;
+    case OPT_SAMPLING_TEMPERATURE:
+        o->sampling_shape_given = "--sampling-temperature";
+        return cli_parse_float("--sampling-temperature", arg, 0.001, 100.0,
+                               &t->sampling_temperature);
+    case OPT_SEED: return parse_seed(arg, &t->seed);
+    case OPT_PREFIX: o->prefix = 1; return 0;
+    case OPT_MIN_LEN: return cli_parse_int("--min-len", arg, 0, 1 << 20, &t->min_len);
+    case OPT_NO_REPEAT_NGRAM:
+        return cli_parse_int("--no-repeat-ngram", arg, 0, TESSERA_NO_REPEAT_NGRAM_MAX,
+                             &t->no_repeat_ngram);
+    case OPT_REPETITION_PENALTY:
+        return cli_parse_float("--repetition-penalty", arg, 0.01, 100.0, &t->repetition_penalty);
+    case OPT_DISABLE_UNK: t->disable_unk = 1; return 0;
+    case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, 0, INT32_MAX, &t->end_token);
     default: return 1;
     }
 }
@@ -296,8 +352,17 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
         return cli_error("%s: unexpected argument '%s'", cmd, argv[optind]);
     if (!o->model_dir)
         return cli_error("%s: -m DIR|NAME is required (try 'tessera %s --help')", cmd, cmd);
-    if (o->translate.n_best > o->translate.beam)
-        return cli_error("%s: --n-best %d is larger than --beam %d", cmd, o->translate.n_best,
-                         o->translate.beam);
+    const tessera_translate_options *t = &o->translate;
+    if (t->n_best > t->beam)
+        return cli_error("%s: --n-best %d is larger than --beam %d", cmd, t->n_best, t->beam);
+    if (t->min_len > t->max_len)
+        return cli_error("%s: --min-len %d is larger than --max-len %d", cmd, t->min_len,
+                         t->max_len);
+    if (t->sampling_topk == 1 && o->sampling_shape_given)
+        return cli_error("%s: %s needs --sampling-topk 0 or K > 1 (K 1 is greedy decoding)", cmd,
+                         o->sampling_shape_given);
+    if (t->sampling_topk != 1 && t->beam != 1)
+        return cli_error("%s: sampling (--sampling-topk %d) needs --beam 1, not %d", cmd,
+                         t->sampling_topk, t->beam);
     return 0;
 }

@@ -80,15 +80,14 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
     const command *c = ctx;
     slot *b = state;
     const tessera_config *cfg = c->cm->cfg;
-    const char *tab = memchr(line, '\t', len);
-    if (!tab)
-        return cli_fail(err, err_len, "expected SOURCE<TAB>TARGET, found no tab");
-    size_t src_len = (size_t)(tab - line), tgt_len = len - src_len - 1;
-    if (memchr(tab + 1, '\t', tgt_len))
-        return cli_fail(err, err_len, "expected SOURCE<TAB>TARGET, found more than one tab");
+    const char *tgt_text;
+    size_t src_len, tgt_len;
+    if (cli_split_at_tab(line, len, "SOURCE<TAB>TARGET", &src_len, &tgt_text, &tgt_len, err,
+                         err_len) != 0)
+        return -1;
     cli_ids *s = &b->src_ids[index], *t = &b->tgt_ids[index];
     if (cli_parse_source(c->cm, line, src_len, s, &b->src[index], err, err_len) != 0 ||
-        cli_parse_sentence(tab + 1, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
+        cli_parse_sentence(tgt_text, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
                            "target", t, err, err_len) != 0)
         return -1;
     if (t->len + 1 > (size_t)cfg->max_positions)

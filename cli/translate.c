@@ -11,7 +11,8 @@ static void usage(FILE *f)
             "Usage: tessera translate -m DIR|NAME [OPTIONS] < sources > translations\n"
             "\n"
             "Reads one source sentence per line (token ids separated by spaces) and writes\n"
-            "one line per input line: the target ids, without BOS and EOS.\n"
+            "one line per input line: the target ids, without BOS and EOS (with --n-best,\n"
+            "each hypothesis followed by a TAB and its score).\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
@@ -23,7 +24,33 @@ static void usage(FILE *f)
             "  --n-best K              beam: write the K best hypotheses, each as\n"
             "                          'IDS<TAB>SCORE', tab separated, best first\n"
             "  --batch N               decode up to N sentences together (default 1; the\n"
-            "                          output is identical whatever N)\n");
+            "                          output is identical whatever N)\n"
+            "\n"
+            "Decoding options (README \"Decoding options\" has the exact rules):\n"
+            "  --sampling-topk K       sample each token from the K most likely (0: from\n"
+            "                          all; default 1: greedy, no sampling); needs --beam 1\n"
+            "  --sampling-topp P       sample only from the most likely tokens whose\n"
+            "                          probabilities sum to P, in (0, 1] (default 1)\n"
+            "  --sampling-temperature T  divide the log-probabilities by T before sampling,\n"
+            "                          in [0.001, 100] (default 1)\n"
+            "  --seed S                the random seed, 0..2^64-1 (default 0); line i draws\n"
+            "                          from its own stream, so the output is the same for\n"
+            "                          any --batch, --threads or --workers\n"
+            "  --prefix                input lines are 'SOURCE<TAB>PREFIX': the PREFIX target\n"
+            "                          ids (or tokens) are forced first and decoding goes on\n"
+            "                          from there; the output and its score include them\n"
+            "  --min-len N             no EOS (or --end-token) before N target tokens,\n"
+            "                          0..max-len (default 0)\n"
+            "  --no-repeat-ngram N     never produce an N-gram twice, 0..%d (0: off)\n"
+            "  --repetition-penalty R  make every token already produced less likely (CTRL:\n"
+            "                          logit/R if positive, logit*R if negative), [0.01, 100]\n"
+            "                          (default 1: off)\n"
+            "  --disable-unk           never produce the model's unk_id\n"
+            "  --end-token ID          target id that also ends a hypothesis, as EOS does\n"
+            "                          (not printed; its log-prob is in the score)\n"
+            "These shape the tokens chosen after the prefix; prefix tokens are forced and\n"
+            "scored as the model gives them.\n",
+            TESSERA_NO_REPEAT_NGRAM_MAX);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
@@ -40,12 +67,14 @@ typedef struct command {
     const cli_options *o;
     const cli_model *cm;
     cli_line line;
+    size_t lines_parsed; /* on the main thread: the index of the next input line */
 } command;
 
 /* One batch of lines and, once computed, its hypotheses. */
 typedef struct slot {
-    cli_ids *ids;
-    tessera_tokens *src;
+    uint64_t first_line; /* the input index of the batch's first line */
+    cli_ids *ids, *prefix_ids;
+    tessera_tokens *src, *prefix;
     tessera_hypothesis *h;
     size_t n_h;
 } slot;
@@ -56,7 +85,9 @@ static int slot_init(void *ctx, void *state, size_t cap)
     slot *s = state;
     s->ids = calloc(cap, sizeof *s->ids);
     s->src = calloc(cap, sizeof *s->src);
-    return s->ids && s->src ? 0 : -1;
+    s->prefix_ids = calloc(cap, sizeof *s->prefix_ids);
+    s->prefix = calloc(cap, sizeof *s->prefix);
+    return s->ids && s->src && s->prefix_ids && s->prefix ? 0 : -1;
 }
 
 static void slot_free(void *ctx, void *state, size_t cap)
@@ -65,17 +96,58 @@ static void slot_free(void *ctx, void *state, size_t cap)
     slot *s = state;
     for (size_t i = 0; s->ids && i < cap; i++)
         free(s->ids[i].ids);
+    for (size_t i = 0; s->prefix_ids && i < cap; i++)
+        free(s->prefix_ids[i].ids);
     free(s->ids);
     free(s->src);
+    free(s->prefix_ids);
+    free(s->prefix);
     tessera_hypotheses_free(s->h, s->n_h);
+}
+
+/* A target prefix: target ids (or tokens), no ending token, within the
+ * target length limit; checked here so that the error names its line. */
+static int parse_prefix(const command *c, const char *text, size_t len, cli_ids *ids,
+                        tessera_tokens *out, char *err, size_t err_len)
+{
+    const tessera_config *cfg = c->cm->cfg;
+    const tessera_translate_options *t = &c->o->translate;
+    if (cli_parse_sentence(text, len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
+                           "target prefix", ids, err, err_len) != 0)
+        return -1;
+    size_t limit = (size_t)cfg->max_positions - 1;
+    if ((size_t)t->max_len < limit)
+        limit = (size_t)t->max_len;
+    if (ids->len > limit)
+        return cli_fail(err, err_len,
+                        "target prefix of %zu tokens, more than the %zu target tokens allowed "
+                        "(--max-len, the model's max_positions - 1)", ids->len, limit);
+    for (size_t i = 0; i < ids->len; i++)
+        if (ids->ids[i] == cfg->eos_id || ids->ids[i] == t->end_token)
+            return cli_fail(err, err_len, "target prefix holds the ending token %d (%s)",
+                            (int)ids->ids[i], ids->ids[i] == cfg->eos_id ? "eos_id" : "--end-token");
+    *out = (tessera_tokens){ids->ids, ids->len};
+    return 0;
 }
 
 static int parse_source(void *ctx, void *state, const char *line, size_t len, size_t index,
                         char *err, size_t err_len)
 {
-    const command *c = ctx;
+    command *c = ctx;
     slot *s = state;
-    return cli_parse_source(c->cm, line, len, &s->ids[index], &s->src[index], err, err_len);
+    if (index == 0)
+        s->first_line = c->lines_parsed;
+    c->lines_parsed++;
+    if (!c->o->prefix)
+        return cli_parse_source(c->cm, line, len, &s->ids[index], &s->src[index], err, err_len);
+    const char *prefix_text;
+    size_t src_len, prefix_len;
+    if (cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
+                         &prefix_len, err, err_len) != 0 ||
+        cli_parse_source(c->cm, line, src_len, &s->ids[index], &s->src[index], err, err_len) != 0)
+        return -1;
+    return parse_prefix(c, prefix_text, prefix_len, &s->prefix_ids[index], &s->prefix[index], err,
+                        err_len);
 }
 
 static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -85,6 +157,8 @@ static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt,
     slot *s = state;
     tessera_translate_options opts = c->o->translate;
     opts.batch = (int)n;
+    opts.first_sentence_index = s->first_line;
+    opts.target_prefix = c->o->prefix ? s->prefix : NULL;
     if (tessera_translate_with(rt, c->cm->model, s->src, n, &opts, &s->h, err, err_len) != 0)
         return -1;
     s->n_h = n * (size_t)opts.n_best;
@@ -125,12 +199,21 @@ int cli_translate(int argc, char **argv)
     cli_options o;
     cli_model cm;
     int rc = cli_parse_options(argc, argv, "translate",
-                               "beam max-len batch tokens length-penalty n-best", &o, usage);
+                               "beam max-len batch tokens length-penalty n-best sampling-topk "
+                               "sampling-topp sampling-temperature seed prefix min-len "
+                               "no-repeat-ngram repetition-penalty disable-unk end-token",
+                               &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "translate") != 0)
         return 1;
-    command c = {&o, &cm, {0}};
+    if (o.translate.end_token >= cm.cfg->tgt_vocab_size) {
+        rc = cli_error("translate: --end-token %d is out of range [0, %d) (the model's "
+                       "tgt_vocab_size)", o.translate.end_token, cm.cfg->tgt_vocab_size);
+        cli_model_close(&cm);
+        return rc;
+    }
+    command c = {&o, &cm, {0}, 0};
     rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, cm.runtimes, o.workers);
     cli_line_free(&c.line);
     cli_model_close(&cm);

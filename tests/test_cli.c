@@ -983,6 +983,83 @@ Test(cli, scalar_isa_is_always_available)
     test_run_free(&r);
 }
 
+/* ---- Decoding options (the outputs themselves: test_golden against PyTorch) ---- */
+
+/* Each bad value or combination: one line naming the flag, nothing printed. */
+Test(cli, decoding_option_errors)
+{
+    static const struct {
+        const char *flag, *value, *flag2, *value2, *says;
+    } cases[] = {
+        {"--sampling-topp", "1.5", "--sampling-topk", "0", "--sampling-topp"},
+        {"--sampling-topp", "0", "--sampling-topk", "0", "--sampling-topp"},
+        {"--sampling-topp", "0.5", NULL, NULL, "--sampling-topp needs --sampling-topk"},
+        {"--sampling-temperature", "0", "--sampling-topk", "0", "--sampling-temperature"},
+        {"--sampling-temperature", "2", NULL, NULL, "--sampling-temperature needs"},
+        {"--sampling-topk", "-1", NULL, NULL, "--sampling-topk"},
+        {"--sampling-topk", "5", "--beam", "2", "needs --beam 1"},
+        {"--seed", "-1", NULL, NULL, "--seed"},
+        {"--seed", "18446744073709551616", NULL, NULL, "--seed"},
+        {"--seed", "x", NULL, NULL, "--seed"},
+        {"--min-len", "30", "--max-len", "20", "--min-len 30 is larger than --max-len 20"},
+        {"--no-repeat-ngram", "2000", NULL, NULL, "--no-repeat-ngram"},
+        {"--repetition-penalty", "0", NULL, NULL, "--repetition-penalty"},
+        {"--end-token", "13", NULL, NULL, "--end-token 13 is out of range [0, 13)"},
+        {"--end-token", "-2", NULL, NULL, "--end-token"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        test_run r = cases[i].flag2
+                         ? translate("4 5\n", cases[i].flag, cases[i].value, cases[i].flag2,
+                                     cases[i].value2)
+                         : translate("4 5\n", cases[i].flag, cases[i].value);
+        expect_failure(&r, cases[i].says, NULL, 0);
+        test_run_free(&r);
+    }
+    test_run r = score("4 5\t6\n", "--seed", "1");
+    expect_failure(&r, "'--seed' does not apply", NULL, 0);
+    test_run_free(&r);
+}
+
+/* --prefix: the line's target prefix is checked where it is read, so the
+ * lines before it are printed and the error names its line. */
+Test(cli, prefix_errors_name_the_line)
+{
+    static const struct {
+        const char *input, *says;
+    } cases[] = {
+        {"4 5\t1\n4 5\n", "line 2: expected SOURCE<TAB>PREFIX (--prefix), found no tab"},
+        {"4 5\t1\n4 5\t1\t2\n", "line 2: expected SOURCE<TAB>PREFIX (--prefix), found more"},
+        {"4 5\t1\n4 5\t13\n", "line 2"},
+        {"4 5\t1\n4 5\t1 3\n", "line 2: target prefix holds the ending token 3 (eos_id)"},
+        {"4 5\t1\n4 5\t1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2: target prefix of 16 tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        test_run r = translate(cases[i].input, "--prefix");
+        expect_failure(&r, cases[i].says, NULL, 1);
+        test_run_free(&r);
+    }
+    test_run r = translate("4 5\t1 7\n", "--prefix", "--end-token", "7");
+    expect_failure(&r, "line 1: target prefix holds the ending token 7 (--end-token)", NULL, 0);
+    test_run_free(&r);
+}
+
+/* A forced prefix starts the output; an empty one changes nothing. */
+Test(cli, prefix_starts_the_output)
+{
+    test_run plain = translate("4 5 6\n", "--max-len", "8");
+    expect_success(&plain);
+    test_run empty = translate("4 5 6\t\n", "--prefix", "--max-len", "8");
+    expect_success(&empty);
+    cr_expect_str_eq(empty.out, plain.out);
+    test_run forced = translate("4 5 6\t9 8 7\n", "--prefix", "--max-len", "8");
+    expect_success(&forced);
+    cr_expect(strncmp(forced.out, "9 8 7", 5) == 0 && (forced.out[5] == ' ' || forced.out[5] == '\n'),
+              "output \"%s\" should start with the prefix", forced.out);
+    test_run_free(&plain);
+    test_run_free(&empty);
+    test_run_free(&forced);
+}
+
 Test(cli, help)
 {
     test_run r = run("", "--help");
@@ -994,6 +1071,11 @@ Test(cli, help)
     r = run("", "translate", "--help");
     cr_expect_eq(r.exit_status, 0, "stderr: %s", r.err);
     cr_expect(strstr(r.out, "--beam") && strstr(r.out, "-m, --model DIR|NAME") &&
+                  strstr(r.out, "--sampling-topk") && strstr(r.out, "--sampling-topp") &&
+                  strstr(r.out, "--sampling-temperature") && strstr(r.out, "--seed") &&
+                  strstr(r.out, "--prefix") && strstr(r.out, "--min-len") &&
+                  strstr(r.out, "--no-repeat-ngram") && strstr(r.out, "--repetition-penalty") &&
+                  strstr(r.out, "--disable-unk") && strstr(r.out, "--end-token") &&
                   strstr(r.out, "TESSERA_MODELS_PATH") && strstr(r.out, "/tessera/models"),
               "translate usage should list its options: \"%s\"", r.out);
     test_run_free(&r);
