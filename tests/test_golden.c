@@ -23,7 +23,8 @@ typedef struct golden_case {
     char isa[32];
     char model[32];
     char kind[16];   /* "score" or "translate" */
-    char suffix[16]; /* "" or ".tokens"; ".beam" in beam_against_pytorch */
+    char suffix[32]; /* "" or ".tokens"; ".beam" in beam_against_pytorch; the
+                        case in options_against_pytorch */
     int batch;
 } golden_case;
 
@@ -72,7 +73,7 @@ static test_run run_tessera(const char *isa, const char *kind, const char *model
     snprintf(isa_env, sizeof isa_env, "TESSERA_ISA=%s", isa);
     snprintf(batch_arg, sizeof batch_arg, "%d", batch);
     char *env[] = {isa_env, NULL};
-    char *argv[24];
+    char *argv[48];
     size_t a = 0;
     argv[a++] = (char *)test_tessera_all_sets_path();
     argv[a++] = (char *)kind;
@@ -478,4 +479,85 @@ Test(golden, encoder_only_model_only_encodes)
         cr_expect_str_empty(r.out, "%s printed: %s", kinds[k], r.out);
         test_run_free(&r);
     }
+}
+
+/* ---- Decoding options (tests/golden/MODEL/options/CASE.*) ------------------- */
+
+static const char *const option_models[] = {"postnorm-relu-f32", "prenorm-gelu-f16"};
+static const char *const option_cases[] = {
+    "sample-topk",   "sample-topp",       "sample-all",         "prefix-greedy",     "prefix-beam",
+    "prefix-sample", "constrained-greedy", "constrained-beam", "constrained-sample",
+};
+
+ParameterizedTestParameters(golden, options_against_pytorch)
+{
+    size_t n_models = sizeof option_models / sizeof option_models[0],
+           n_cases = sizeof option_cases / sizeof option_cases[0],
+           n = tsr_kernel_set_count * n_models * n_cases;
+    golden_case *cases = cr_malloc(n * sizeof *cases);
+    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+        for (size_t m = 0; m < n_models; m++)
+            for (size_t k = 0; k < n_cases; k++, i++) {
+                memset(&cases[i], 0, sizeof cases[i]);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].model, sizeof cases[i].model, "%s", option_models[m]);
+                snprintf(cases[i].kind, sizeof cases[i].kind, "translate");
+                snprintf(cases[i].suffix, sizeof cases[i].suffix, "%s", option_cases[k]);
+            }
+    return cr_make_param_array(golden_case, cases, n, free_params);
+}
+
+/* Each option case of the fixtures (flags, sources, PyTorch's output with
+ * scores; see tests/golden/README.md): ids identical and scores within the
+ * tolerance at --batch 1 on 1 thread, and the same bytes at --batch 16 and on
+ * 2 threads. Sampling draws from a stream per input line, so batching and
+ * threads must not move it. */
+ParameterizedTest(golden_case *c, golden, options_against_pytorch, .timeout = 240)
+{
+    test_kernel_set_or_skip(c->isa);
+    char model_dir[1024], name[64];
+    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
+    snprintf(name, sizeof name, "options/%s.flags", c->suffix);
+    char *flags = read_fixture(c->model, name);
+    snprintf(name, sizeof name, "options/%s.in", c->suffix);
+    char *input = read_fixture(c->model, name);
+    snprintf(name, sizeof name, "options/%s.expected", c->suffix);
+    char *expected = read_fixture(c->model, name);
+
+    const char *args[40];
+    size_t n_args = 0;
+    for (char *save = NULL, *tok = strtok_r(flags, " \t\n", &save); tok;
+         tok = strtok_r(NULL, " \t\n", &save)) {
+        cr_assert_lt(n_args, sizeof args / sizeof args[0] - 3, "%s: too many flags", name);
+        args[n_args++] = tok;
+    }
+    args[n_args++] = "--threads";
+    const size_t threads_at = n_args++;
+    args[n_args] = NULL;
+
+    static const struct { int batch; const char *threads; } runs[] = {
+        {1, "1"}, {16, "1"}, {1, "2"}, {16, "2"}};
+    char *first = NULL;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        args[threads_at] = runs[i].threads;
+        c->batch = runs[i].batch;
+        test_run r = run_tessera(c->isa, "translate", model_dir, input, runs[i].batch, 0, args);
+        cr_assert_eq(r.exit_status, 0, "%s %s %s --batch %d --threads %s failed: %s", c->isa,
+                     c->model, c->suffix, runs[i].batch, runs[i].threads, r.err);
+        cr_assert_str_empty(r.err, "%s %s %s: unexpected stderr: %s", c->isa, c->model, c->suffix,
+                            r.err);
+        if (!first) {
+            compare_nbest(c, r.out, expected);
+            first = strdup(r.out);
+        } else {
+            cr_assert_str_eq(r.out, first, "%s %s %s: --batch %d --threads %s differs from "
+                             "--batch 1 --threads 1", c->isa, c->model, c->suffix, runs[i].batch,
+                             runs[i].threads);
+        }
+        test_run_free(&r);
+    }
+    free(first);
+    free(flags);
+    free(input);
+    free(expected);
 }

@@ -12,10 +12,12 @@ stored weights up to float64 rounding, and any difference is tessera's.
 """
 
 import collections
+import dataclasses
 import json
 import math
 import os
 import struct
+import typing
 
 import numpy as np
 import torch
@@ -156,7 +158,10 @@ class ComputedPositionalEncoding(nn.Module):
 
 # A finished beam hypothesis. length counts the eos when the hypothesis ended
 # by one (by_eos), so a hypothesis cut at the length limit has length == limit.
-Hypothesis = collections.namedtuple("Hypothesis", "tokens score length rank by_eos")
+# by_eos is true for any ENDING token (eos, or DecodeOptions.end_token);
+# ending is that token's id (None when cut at the limit).
+Hypothesis = collections.namedtuple("Hypothesis", "tokens score length rank by_eos ending",
+                                    defaults=(None,))
 
 # What a beam search prints for the n-best entries it could not fill.
 MISSING_HYPOTHESIS = Hypothesis([], -math.inf, 0, -math.inf, False)
@@ -169,25 +174,250 @@ def length_normalised(score, length, length_penalty):
     return score / length ** length_penalty
 
 
-def _beam_step_margin(candidates, beam, walked, eos):
+def _beam_step_margin(candidates, beam, walked, endings):
     """Smallest gap between sorted candidate scores whose order decided a beam step.
 
     candidates: (score, hypothesis, token) sorted best first, of which the
     first `walked` were taken. The decisions: which candidates sort among the
-    first `beam` (so which eos candidates finish), and where the walk stopped.
+    first `beam` (so which ending candidates finish), and where the walk
+    stopped. endings: the ending token ids (eos, and the end token if any).
     """
     scores = [c[0] for c in candidates]
     gaps = []
     if len(scores) > beam:
         gaps.append(scores[beam - 1] - scores[beam])
-    if walked < len(scores):
+    if 0 < walked < len(scores):
         gaps.append(scores[walked - 1] - scores[walked])
     for position, (score, _, token) in enumerate(candidates):
-        if token == eos and position < beam and beam < len(scores):
+        if token in endings and position < beam and beam < len(scores):
             gaps.append(score - scores[beam])
-        elif token == eos and position >= beam:
+        elif token in endings and position >= beam:
             gaps.append(scores[beam - 1] - score)
     return min(gaps, default=math.inf)
+
+
+# ---- decoding options: sampling, target prefix, constraints -----------------
+#
+# The semantics are those of `tessera translate`'s options (issue 13, items
+# 1-3), written here from their specification, not from tessera's code.
+
+MASK64 = (1 << 64) - 1
+GAMMA = 0x9E3779B97F4A7C15   # SplitMix64's increment (the golden ratio)
+MAX_SAMPLING_TOPK = 1048576
+MAX_NO_REPEAT_NGRAM = 1024
+
+
+def mix64(z):
+    """SplitMix64's output function, all arithmetic mod 2^64."""
+    z &= MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def sentence_key(seed, index):
+    """The random stream key of the sentence at 0-based input position index."""
+    return mix64((seed & MASK64) ^ mix64(index + GAMMA))
+
+
+def stream_word(key, t):
+    """64-bit draw t (0, 1, ...) of the stream `key`: SplitMix64's t-th output from state key."""
+    return mix64(key + (t + 1) * GAMMA)
+
+
+def word_to_uniform(x):
+    """The top 53 bits of a 64-bit word as a double in [0, 1)."""
+    return (x >> 11) * 2.0 ** -53
+
+
+def uniform_draw(key, t):
+    """Uniform number t of the stream `key`, in [0, 1)."""
+    return word_to_uniform(stream_word(key, t))
+
+
+class SentenceStream:
+    """The random stream of one sentence: each uniform() call is the next draw.
+
+    Only sampled steps draw; forced (prefix) and greedy steps never call it.
+    """
+
+    def __init__(self, seed, index):
+        self.key = sentence_key(seed, index)
+        self.draws = 0
+
+    def uniform(self):
+        u = uniform_draw(self.key, self.draws)
+        self.draws += 1
+        return u
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeOptions:
+    """The decoding options of `tessera translate` (defaults: plain greedy/beam).
+
+    sampling_topk: 1 = no sampling, 0 = the whole vocabulary; sampling is on
+    when it is not 1 (and needs beam 1). end_token: None, or a target id that
+    ends a hypothesis as eos does.
+    """
+    sampling_topk: int = 1
+    sampling_topp: float = 1.0
+    sampling_temperature: float = 1.0
+    seed: int = 0
+    min_len: int = 0
+    no_repeat_ngram: int = 0
+    repetition_penalty: float = 1.0
+    disable_unk: bool = False
+    end_token: typing.Optional[int] = None
+
+    @property
+    def sampling(self):
+        return self.sampling_topk != 1
+
+    def processes(self):
+        """True when some step's logits may be changed (steps 2-5)."""
+        return (self.repetition_penalty != 1 or self.no_repeat_ngram > 0 or self.disable_unk
+                or self.min_len > 0)
+
+    def endings(self, config):
+        """The ENDING token ids: eos, and the end token when given."""
+        ending = {config["eos_id"]}
+        if self.end_token is not None:
+            ending.add(self.end_token)
+        return frozenset(ending)
+
+    def check(self, config, beam=1, max_len=None):
+        """Raises ValueError for what the CLI refuses (ranges, combinations).
+
+        The CLI refuses --sampling-topp / --sampling-temperature *given* with
+        top-k 1; here only their values are known, so a non-default value is
+        refused.
+        """
+        def fail(message):
+            raise ValueError(message)
+        if not 0 <= self.sampling_topk <= MAX_SAMPLING_TOPK:
+            fail("sampling_topk out of 0..%d" % MAX_SAMPLING_TOPK)
+        if not 0 < self.sampling_topp <= 1:
+            fail("sampling_topp out of (0, 1]")
+        if not 0.001 <= self.sampling_temperature <= 100:
+            fail("sampling_temperature out of 0.001..100")
+        if not 0 <= self.seed <= MASK64:
+            fail("seed out of 0..2^64-1")
+        if not self.sampling and (self.sampling_topp != 1 or self.sampling_temperature != 1):
+            fail("sampling_topp / sampling_temperature need sampling (sampling_topk != 1)")
+        if self.sampling and beam != 1:
+            fail("sampling needs beam 1")
+        if self.min_len < 0 or (max_len is not None and self.min_len > max_len):
+            fail("min_len out of 0..max_len")
+        if not 0 <= self.no_repeat_ngram <= MAX_NO_REPEAT_NGRAM:
+            fail("no_repeat_ngram out of 0..%d" % MAX_NO_REPEAT_NGRAM)
+        if not 0.01 <= self.repetition_penalty <= 100:
+            fail("repetition_penalty out of 0.01..100")
+        if self.end_token is not None and not 0 <= self.end_token < config["tgt_vocab_size"]:
+            fail("end_token out of 0..tgt_vocab_size-1")
+
+
+DEFAULT_OPTIONS = DecodeOptions()
+
+
+def process_logits(logits, history, options, config):
+    """Steps 2-6 of a step that is not forced: the processed log-probs (float64 row).
+
+    logits: the generator's row (any float tensor, taken as float64);
+    history: the hypothesis's target ids so far (forced prefix included, no bos).
+    """
+    z = logits.to(torch.float64).clone()
+    penalty = options.repetition_penalty
+    if penalty != 1 and history:
+        seen = torch.tensor(sorted(set(history)), dtype=torch.long)
+        values = z[seen]
+        z[seen] = torch.where(values < 0, values * penalty, values / penalty)
+    n = options.no_repeat_ngram
+    length = len(history)
+    if n > 0 and length >= n - 1:
+        tail = list(history[length - (n - 1):])
+        for j in range(length - n + 1):
+            if list(history[j:j + n - 1]) == tail:
+                z[history[j + n - 1]] = -math.inf
+    if options.disable_unk:
+        z[config["unk_id"]] = -math.inf
+    if length < options.min_len:
+        z[config["eos_id"]] = -math.inf
+        if options.end_token is not None:
+            z[options.end_token] = -math.inf
+    if not torch.isfinite(z).any():
+        raise ValueError("every token is banned at this step")
+    return torch.log_softmax(z, dim=-1)
+
+
+def greedy_choice(lp):
+    """(argmax, lowest id among equal maxima; top-1 minus top-2 gap, inf if one candidate)."""
+    token = int(torch.argmax(lp).item())
+    if lp.numel() < 2:
+        return token, math.inf
+    top2 = torch.topk(lp, 2).values.tolist()
+    return token, (top2[0] - top2[1] if top2[1] > -math.inf else math.inf)
+
+
+def sampling_choice(lp, topk, topp, temperature, u):
+    """(token, margin): the sampled token of one step, given the processed
+    log-probs lp (a float64 row or a list) and the uniform number u.
+
+    margin is the smallest gap met between values whose order decided the
+    token: the log-probs of the K-th and (K+1)-th candidates (top-k cut);
+    for top-p, the distance of P from the normalised running sums either side
+    of the cut, and the log-probs of the last kept and first dropped
+    candidates; and the distance of target = u * W from the running sums
+    around the chosen token, over W (only the boundaries between two kept
+    tokens: target >= 0 and target < W hold whatever the rounding).
+    """
+    values = lp.tolist() if torch.is_tensor(lp) else [float(v) for v in lp]
+    cand = [i for i, v in enumerate(values) if v > -math.inf]
+    if not cand:
+        raise ValueError("no candidate token")
+    order = sorted(cand, key=lambda i: (-values[i], i))
+    margin = math.inf
+    if 0 < topk < len(order):
+        margin = min(margin, values[order[topk - 1]] - values[order[topk]])
+        order = order[:topk]
+    best = values[order[0]]
+    weights = {i: math.exp((values[i] - best) / temperature) for i in order}
+    kept = order
+    if topp < 1:
+        total = 0.0
+        for i in order:
+            total += weights[i]
+        threshold = topp * total
+        running = 0.0
+        cut = len(order) - 1
+        for j, i in enumerate(order):
+            before = running
+            running += weights[i]
+            if running >= threshold:
+                cut = j
+                break
+        margin = min(margin, topp - before / total, running / total - topp)
+        if cut + 1 < len(order):
+            margin = min(margin, values[order[cut]] - values[order[cut + 1]])
+        kept = order[: cut + 1]
+    kept = sorted(kept)
+    total_kept = 0.0
+    for i in kept:
+        total_kept += weights[i]
+    target = u * total_kept
+    running = 0.0
+    for position, i in enumerate(kept):
+        before = running
+        running += weights[i]
+        if running > target:
+            gaps = []
+            if position > 0:
+                gaps.append(target - before)
+            if position < len(kept) - 1:
+                gaps.append(running - target)
+            if gaps:
+                margin = min(margin, min(gaps) / total_kept)
+            return i, margin
+    return kept[-1], 0.0   # rounding left no running sum above target: on the edge
 
 
 def _causal_mask(size):
@@ -325,8 +555,8 @@ class Seq2SeqTransformer(nn.Module):
         """Greedy ids: argmax each step, stop at eos or after max_len tokens."""
         return self.greedy_with_margin(src_ids, max_len)[0]
 
-    def _next_logprobs(self, memory, prefixes):
-        """Log-softmax of the generator after each prefix, as a list of rows.
+    def _next_logits(self, memory, prefixes):
+        """Generator logits after each prefix, [len(prefixes), tgt_vocab].
 
         The prefixes of one beam step all have the same length, so they are
         decoded as one batch, each from scratch (no cache to get wrong).
@@ -335,10 +565,119 @@ class Seq2SeqTransformer(nn.Module):
         tgt = self.positional_encoding(self.tgt_tok_emb(columns))
         out = self.transformer.decoder(tgt, memory.expand(-1, columns.size(1), -1),
                                        tgt_mask=_causal_mask(columns.size(0)))
-        return torch.log_softmax(self.generator(out[-1]), dim=-1).tolist()
+        return self.generator(out[-1])
+
+    def _next_logprobs(self, memory, prefixes):
+        """Log-softmax of the generator after each prefix, as a list of rows."""
+        return torch.log_softmax(self._next_logits(memory, prefixes), dim=-1).tolist()
+
+    def _next_processed(self, memory, histories, options):
+        """Processed log-probs (steps 2-6) after each history, as a list of rows.
+
+        With no processing option the rows are _next_logprobs's, bit for bit.
+        """
+        bos = self.config["bos_id"]
+        logits = self._next_logits(memory, [[bos] + list(h) for h in histories])
+        if not options.processes():
+            return torch.log_softmax(logits, dim=-1).tolist()
+        return [process_logits(logits[k], history, options, self.config).tolist()
+                for k, history in enumerate(histories)]
+
+    def _check_prefix(self, prefix, endings, limit):
+        """Raises ValueError for a prefix the CLI refuses."""
+        for token in prefix:
+            if not 0 <= token < self.config["tgt_vocab_size"]:
+                raise ValueError("prefix id %d out of range" % token)
+            if token in endings:
+                raise ValueError("prefix holds an ending token (%d)" % token)
+        if len(prefix) > limit:
+            raise ValueError("prefix longer than the target limit")
 
     @torch.no_grad()
-    def beam_search(self, src_ids, beam, max_len, length_penalty=0.0, n_best=1):
+    def decode_hypothesis(self, src_ids, max_len, options=DEFAULT_OPTIONS, sentence_index=0,
+                          prefix=(), length_penalty=0.0):
+        """(Hypothesis, margin): greedy or sampled decoding with the options, beam 1.
+
+        Steps while the output is shorter than prefix are forced (raw
+        log-prob, no processing, no draw); the others are processed (steps
+        2-6) and choose by argmax, or by sampling with draw t of the
+        sentence's stream (sentence_index: its 0-based input line) for the
+        t-th sampled step. An ENDING token (eos, end_token) ends the output,
+        is not in it, and counts in the length. The decoder re-runs the whole
+        prefix each step, as greedy_with_margin does.
+
+        margin: the smallest gap met between values whose order decided a
+        choice (greedy_choice / sampling_choice); forced steps decide nothing.
+        """
+        cfg = self.config
+        limit = min(max_len, cfg["max_positions"] - 1)
+        options.check(cfg, beam=1, max_len=max_len)
+        endings = options.endings(cfg)
+        prefix = list(prefix)
+        self._check_prefix(prefix, endings, limit)
+        stream = SentenceStream(options.seed, sentence_index) if options.sampling else None
+        memory = self.encode(src_ids)
+        history, score, margin, ending = [], 0.0, math.inf, None
+        for _ in range(limit):
+            logits = self.decode_logits(memory, [cfg["bos_id"]] + history)[-1]
+            if len(history) < len(prefix):
+                token = prefix[len(history)]
+                score += torch.log_softmax(logits, dim=-1)[token].item()
+                history.append(token)
+                continue
+            lp = process_logits(logits, history, options, cfg)
+            if stream is None:
+                token, gap = greedy_choice(lp)
+            else:
+                token, gap = sampling_choice(lp, options.sampling_topk, options.sampling_topp,
+                                             options.sampling_temperature, stream.uniform())
+            margin = min(margin, gap)
+            score += lp[token].item()
+            if token in endings:
+                ending = token
+                break
+            history.append(token)
+        length = len(history) + (ending is not None)
+        return Hypothesis(history, score, length,
+                          length_normalised(score, length, length_penalty),
+                          ending is not None, ending), margin
+
+    def decode(self, src_ids, max_len, options=DEFAULT_OPTIONS, sentence_index=0, prefix=(),
+               length_penalty=0.0):
+        """(ids, score / length^length_penalty, margin): see decode_hypothesis."""
+        hypothesis, margin = self.decode_hypothesis(src_ids, max_len, options, sentence_index,
+                                                    prefix, length_penalty)
+        return hypothesis.tokens, hypothesis.rank, margin
+
+    def _beam_step(self, memory, live, options, endings, beam, finish):
+        """One beam step that is not forced: (new live hypotheses, its margin).
+
+        Candidates (h.score + lp[v], h, v) for every lp[v] > -inf, sorted by
+        score desc, h asc, v asc, walked until `beam` new live hypotheses; an
+        ending candidate finishes (finish(tokens, score, length, token)) only
+        if it sorts among the first `beam`.
+        """
+        vocab = self.config["tgt_vocab_size"]
+        rows = self._next_processed(memory, [tokens for tokens, _ in live], options)
+        candidates = sorted(((score + rows[h][v], h, v) for h, (_, score) in enumerate(live)
+                             for v in range(vocab) if rows[h][v] > -math.inf),
+                            key=lambda c: (-c[0], c[1], c[2]))
+        new_live = []
+        walked = 0
+        for position, (score, h, v) in enumerate(candidates):
+            if len(new_live) == beam:
+                break
+            walked = position + 1
+            tokens = live[h][0]
+            if v not in endings:
+                new_live.append((tokens + [v], score))
+            elif position < beam:
+                finish(tokens, score, len(tokens) + 1, v)
+        return new_live, _beam_step_margin(candidates, beam, walked, endings)
+
+    @torch.no_grad()
+    def beam_search(self, src_ids, beam, max_len, length_penalty=0.0, n_best=1,
+                    options=DEFAULT_OPTIONS, prefix=()):
         """(the n_best best Hypothesis, best first; margin), as `tessera translate --beam`.
 
         Each step every (live hypothesis h, token v) is a candidate scored
@@ -360,10 +699,22 @@ class Seq2SeqTransformer(nn.Module):
         beam boundary, the early-stop test, and neighbouring ranks among the
         n_best + 1 best finished. Float rounding smaller than it cannot change
         the ids printed.
+
+        options (DecodeOptions, no sampling) and prefix: each live
+        hypothesis's log-probs are processed (steps 2-6) from its own history;
+        a candidate whose log-prob is -inf is left out; the end token, if
+        any, ends a hypothesis as eos does. While the hypotheses are shorter
+        than prefix, the step is forced: one live hypothesis, the prefix token
+        its only candidate, scored with the raw log-prob (no margin).
         """
         cfg = self.config
-        eos, vocab = cfg["eos_id"], cfg["tgt_vocab_size"]
         limit = min(max_len, cfg["max_positions"] - 1)
+        options.check(cfg, beam=beam, max_len=max_len)
+        if options.sampling:
+            raise ValueError("beam_search does not sample (use decode)")
+        endings = options.endings(cfg)
+        prefix = list(prefix)
+        self._check_prefix(prefix, endings, limit)
         memory = self.encode(src_ids)
         margin = math.inf
         finished = []
@@ -373,32 +724,24 @@ class Seq2SeqTransformer(nn.Module):
             live = []
             finished.append(Hypothesis([], 0.0, 0, 0.0, False))
 
-        def finish(tokens, score, length, by_eos):
+        def finish(tokens, score, length, ending):
             rank = length_normalised(score, length, length_penalty)
-            finished.append(Hypothesis(tokens, score, length, rank, by_eos))
+            finished.append(Hypothesis(tokens, score, length, rank, ending is not None, ending))
             finished.sort(key=lambda f: -f.rank)
 
         while live:
-            rows = self._next_logprobs(memory, [[cfg["bos_id"]] + tokens for tokens, _ in live])
-            candidates = sorted(((score + rows[h][v], h, v) for h, (_, score) in enumerate(live)
-                                 for v in range(vocab)), key=lambda c: (-c[0], c[1], c[2]))
-            new_live = []
-            walked = 0
-            for position, (score, h, v) in enumerate(candidates):
-                if len(new_live) == beam:
-                    break
-                walked = position + 1
-                tokens = live[h][0]
-                if v != eos:
-                    new_live.append((tokens + [v], score))
-                elif position < beam:
-                    finish(tokens, score, len(tokens) + 1, True)
-            margin = min(margin, _beam_step_margin(candidates, beam, walked, eos))
+            if len(live[0][0]) < len(prefix):
+                tokens, score = live[0]
+                token = prefix[len(tokens)]
+                row = self._next_logprobs(memory, [[cfg["bos_id"]] + tokens])[0]
+                live = [(tokens + [token], score + row[token])]
+            else:
+                live, step_margin = self._beam_step(memory, live, options, endings, beam, finish)
+                margin = min(margin, step_margin)
 
-            live = new_live
             if live and len(live[0][0]) == limit:
                 for tokens, score in live:
-                    finish(tokens, score, limit, False)
+                    finish(tokens, score, limit, None)
                 live = []
             if not live:
                 break
