@@ -304,18 +304,21 @@ values_6x16(size_t n, const float *p, const float *v, size_t ldv,
 {
     const __m256i m0 = masked ? tsr_avx2_tail_mask(dims) : _mm256_set1_epi32(-1);
     const __m256i m1 = masked && dims > 8 ? tsr_avx2_tail_mask(dims - 8) : _mm256_setzero_si256();
+    /* A vector with an all-zero mask still addresses the row's start, not
+     * past its end: the CPU would not fault, but qemu's vmaskmovps does. */
+    const size_t at1 = masked && dims <= 8 ? 0 : 8;
     __m256 acc[TILE_ROWS][2];
 #pragma GCC unroll 6
     for (size_t r = 0; r < TILE_ROWS; r++) {
         const __m256 a = _mm256_set1_ps(alpha[r]);
         acc[r][0] = _mm256_mul_ps(masked ? _mm256_maskload_ps(o[r], m0) : _mm256_loadu_ps(o[r]), a);
-        acc[r][1] = _mm256_mul_ps(masked ? _mm256_maskload_ps(o[r] + 8, m1)
+        acc[r][1] = _mm256_mul_ps(masked ? _mm256_maskload_ps(o[r] + at1, m1)
                                          : _mm256_loadu_ps(o[r] + 8), a);
     }
     for (size_t j = 0; j < n; j++) {
         const float *vj = v + j * ldv;
         const __m256 b0 = masked ? _mm256_maskload_ps(vj, m0) : _mm256_loadu_ps(vj);
-        const __m256 b1 = masked ? _mm256_maskload_ps(vj + 8, m1) : _mm256_loadu_ps(vj + 8);
+        const __m256 b1 = masked ? _mm256_maskload_ps(vj + at1, m1) : _mm256_loadu_ps(vj + 8);
 #pragma GCC unroll 6
         for (size_t r = 0; r < TILE_ROWS; r++) {
             const __m256 a = _mm256_broadcast_ss(p + r * KEY_BLOCK + j);
@@ -327,7 +330,7 @@ values_6x16(size_t n, const float *p, const float *v, size_t ldv,
     for (size_t r = 0; r < TILE_ROWS; r++) {
         if (masked) {
             _mm256_maskstore_ps(o[r], m0, acc[r][0]);
-            _mm256_maskstore_ps(o[r] + 8, m1, acc[r][1]);
+            _mm256_maskstore_ps(o[r] + at1, m1, acc[r][1]);
         } else {
             _mm256_storeu_ps(o[r], acc[r][0]);
             _mm256_storeu_ps(o[r] + 8, acc[r][1]);
@@ -374,17 +377,21 @@ values_1x64(size_t n, const float *p, const float *v, size_t ldv, float *o, floa
             int masked, size_t dims)
 {
     __m256i mask[8];
+    size_t at[8]; /* vector u's column; 0 for an all-zero mask (see values_6x16) */
     __m256 acc[8];
     const __m256 a = _mm256_set1_ps(alpha);
 #pragma GCC unroll 8
     for (size_t u = 0; u < 8; u++) {
+        at[u] = 8 * u;
         if (!masked)
             mask[u] = _mm256_set1_epi32(-1);
         else if (dims > 8 * u)
             mask[u] = tsr_avx2_tail_mask(dims - 8 * u);
-        else
+        else {
             mask[u] = _mm256_setzero_si256();
-        acc[u] = _mm256_mul_ps(masked ? _mm256_maskload_ps(o + 8 * u, mask[u])
+            at[u] = 0;
+        }
+        acc[u] = _mm256_mul_ps(masked ? _mm256_maskload_ps(o + at[u], mask[u])
                                       : _mm256_loadu_ps(o + 8 * u), a);
     }
     for (size_t j = 0; j < n; j++) {
@@ -392,7 +399,7 @@ values_1x64(size_t n, const float *p, const float *v, size_t ldv, float *o, floa
         const __m256 w = _mm256_broadcast_ss(p + j);
 #pragma GCC unroll 8
         for (size_t u = 0; u < 8; u++) {
-            const __m256 b = masked ? _mm256_maskload_ps(vj + 8 * u, mask[u])
+            const __m256 b = masked ? _mm256_maskload_ps(vj + at[u], mask[u])
                                     : _mm256_loadu_ps(vj + 8 * u);
             acc[u] = _mm256_fmadd_ps(w, b, acc[u]);
         }
@@ -400,7 +407,7 @@ values_1x64(size_t n, const float *p, const float *v, size_t ldv, float *o, floa
 #pragma GCC unroll 8
     for (size_t u = 0; u < 8; u++) {
         if (masked)
-            _mm256_maskstore_ps(o + 8 * u, mask[u], acc[u]);
+            _mm256_maskstore_ps(o + at[u], mask[u], acc[u]);
         else
             _mm256_storeu_ps(o + 8 * u, acc[u]);
     }
