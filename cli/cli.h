@@ -97,6 +97,18 @@ typedef struct cli_ids {
 int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
                        int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
 
+/* The sentences of one batch of input lines: their parsed ids (owned) and
+ * the views of them the library takes. */
+typedef struct cli_sentences {
+    cli_ids *ids;
+    tessera_tokens *seqs;
+} cli_sentences;
+
+/* Room for cap sentences, zeroed; 0, or -1 when out of memory (free it all
+ * the same). */
+int cli_sentences_init(cli_sentences *s, size_t cap);
+void cli_sentences_free(cli_sentences *s, size_t cap);
+
 /* Splits a line of two fields at its one TAB: line[0..*first_len) and
  * *second[0..*second_len). -1 with "expected EXPECTED, found no tab" (or
  * more than one) in err otherwise. */

@@ -56,8 +56,7 @@ typedef struct command {
 
 /* One batch of sentences and, once computed, their vectors. */
 typedef struct slot {
-    cli_ids *src_ids;
-    tessera_tokens *src;
+    cli_sentences src;
     float **vectors;
     size_t n_vectors;
 } slot;
@@ -66,19 +65,14 @@ static int slot_init(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    s->src_ids = calloc(cap, sizeof *s->src_ids);
-    s->src = calloc(cap, sizeof *s->src);
-    return s->src_ids && s->src ? 0 : -1;
+    return cli_sentences_init(&s->src, cap);
 }
 
 static void slot_free(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    for (size_t i = 0; s->src_ids && i < cap; i++)
-        free(s->src_ids[i].ids);
-    free(s->src_ids);
-    free(s->src);
+    cli_sentences_free(&s->src, cap);
     tessera_encodings_free(s->vectors, s->n_vectors);
 }
 
@@ -87,7 +81,8 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
 {
     const command *c = ctx;
     slot *s = state;
-    return cli_parse_source(c->cm, line, len, &s->src_ids[index], &s->src[index], err, err_len);
+    return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
+                            err_len);
 }
 
 static int encode_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -98,7 +93,7 @@ static int encode_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, ch
     tessera_encode_options eo;
     tessera_encode_options_init(&eo);
     eo.batch = (int)n;
-    if (tessera_encode_with(rt, c->cm->model, s->src, n, &eo, &s->vectors, err, err_len) != 0)
+    if (tessera_encode_with(rt, c->cm->model, s->src.seqs, n, &eo, &s->vectors, err, err_len) != 0)
         return -1;
     s->n_vectors = n;
     return 0;
@@ -158,7 +153,7 @@ static int print_slot(void *ctx, void *state, size_t n)
     cli_line_reset(&c->line);
     for (size_t i = 0; status == 0 && i < n; i++) {
         size_t count;
-        const float *v = pooled(c, s->vectors[i], s->src[i].len, d, &count);
+        const float *v = pooled(c, s->vectors[i], s->src.seqs[i].len, d, &count);
         if (!c->binary)
             cli_line_reset(&c->line);
         if ((c->binary && append_u32(&c->line, (uint32_t)count) != 0) ||

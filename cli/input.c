@@ -121,6 +121,23 @@ int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *voc
     return 0;
 }
 
+int cli_sentences_init(cli_sentences *s, size_t cap)
+{
+    s->ids = calloc(cap, sizeof *s->ids);
+    s->seqs = calloc(cap, sizeof *s->seqs);
+    return s->ids && s->seqs ? 0 : -1;
+}
+
+void cli_sentences_free(cli_sentences *s, size_t cap)
+{
+    for (size_t i = 0; s->ids && i < cap; i++)
+        free(s->ids[i].ids);
+    free(s->ids);
+    free(s->seqs);
+    s->ids = NULL;
+    s->seqs = NULL;
+}
+
 int cli_split_at_tab(const char *line, size_t len, const char *expected, size_t *first_len,
                      const char **second, size_t *second_len, char *err, size_t err_len)
 {

@@ -40,8 +40,7 @@ typedef struct command {
 
 /* One batch of pairs and, once computed, their scores. */
 typedef struct slot {
-    cli_ids *src_ids, *tgt_ids;
-    tessera_tokens *src, *tgt;
+    cli_sentences src, tgt;
     float **scores;
     size_t n_scores;
 } slot;
@@ -50,27 +49,15 @@ static int slot_init(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    s->src_ids = calloc(cap, sizeof *s->src_ids);
-    s->tgt_ids = calloc(cap, sizeof *s->tgt_ids);
-    s->src = calloc(cap, sizeof *s->src);
-    s->tgt = calloc(cap, sizeof *s->tgt);
-    return s->src_ids && s->tgt_ids && s->src && s->tgt ? 0 : -1;
+    return cli_sentences_init(&s->src, cap) | cli_sentences_init(&s->tgt, cap);
 }
 
 static void slot_free(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    for (size_t i = 0; i < cap; i++) {
-        if (s->src_ids)
-            free(s->src_ids[i].ids);
-        if (s->tgt_ids)
-            free(s->tgt_ids[i].ids);
-    }
-    free(s->src_ids);
-    free(s->tgt_ids);
-    free(s->src);
-    free(s->tgt);
+    cli_sentences_free(&s->src, cap);
+    cli_sentences_free(&s->tgt, cap);
     tessera_scores_free(s->scores, s->n_scores);
 }
 
@@ -85,8 +72,9 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
     if (cli_split_at_tab(line, len, "SOURCE<TAB>TARGET", &src_len, &tgt_text, &tgt_len, err,
                          err_len) != 0)
         return -1;
-    cli_ids *s = &b->src_ids[index], *t = &b->tgt_ids[index];
-    if (cli_parse_source(c->cm, line, src_len, s, &b->src[index], err, err_len) != 0 ||
+    cli_ids *t = &b->tgt.ids[index];
+    if (cli_parse_source(c->cm, line, src_len, &b->src.ids[index], &b->src.seqs[index], err,
+                         err_len) != 0 ||
         cli_parse_sentence(tgt_text, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
                            "target", t, err, err_len) != 0)
         return -1;
@@ -94,7 +82,7 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
         return cli_fail(err, err_len,
                         "%zu target tokens: BOS + target is longer than max_positions (%d)",
                         t->len, cfg->max_positions);
-    b->tgt[index] = (tessera_tokens){t->ids, t->len};
+    b->tgt.seqs[index] = (tessera_tokens){t->ids, t->len};
     return 0;
 }
 
@@ -106,7 +94,7 @@ static int score_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, cha
     tessera_score_options so;
     tessera_score_options_init(&so);
     so.batch = (int)n;
-    if (tessera_score_with(rt, c->cm->model, s->src, s->tgt, n, &so, &s->scores, err, err_len) !=
+    if (tessera_score_with(rt, c->cm->model, s->src.seqs, s->tgt.seqs, n, &so, &s->scores, err, err_len) !=
         0)
         return -1;
     s->n_scores = n;
@@ -120,7 +108,7 @@ static int print_slot(void *ctx, void *state, size_t n)
     int status = 0;
     for (size_t i = 0; status == 0 && i < n; i++) {
         cli_line_reset(&c->line);
-        for (size_t t = 0; status == 0 && t <= s->tgt[i].len; t++)
+        for (size_t t = 0; status == 0 && t <= s->tgt.seqs[i].len; t++)
             if (cli_line_printf(&c->line, t ? " %.9g" : "%.9g", (double)s->scores[i][t]) != 0)
                 status = cli_error("out of memory writing output");
         if (status == 0 && cli_line_emit(&c->line) != 0)

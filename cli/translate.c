@@ -73,8 +73,7 @@ typedef struct command {
 /* One batch of lines and, once computed, its hypotheses. */
 typedef struct slot {
     uint64_t first_line; /* the input index of the batch's first line */
-    cli_ids *ids, *prefix_ids;
-    tessera_tokens *src, *prefix;
+    cli_sentences src, prefix;
     tessera_hypothesis *h;
     size_t n_h;
 } slot;
@@ -83,25 +82,15 @@ static int slot_init(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    s->ids = calloc(cap, sizeof *s->ids);
-    s->src = calloc(cap, sizeof *s->src);
-    s->prefix_ids = calloc(cap, sizeof *s->prefix_ids);
-    s->prefix = calloc(cap, sizeof *s->prefix);
-    return s->ids && s->src && s->prefix_ids && s->prefix ? 0 : -1;
+    return cli_sentences_init(&s->src, cap) | cli_sentences_init(&s->prefix, cap);
 }
 
 static void slot_free(void *ctx, void *state, size_t cap)
 {
     (void)ctx;
     slot *s = state;
-    for (size_t i = 0; s->ids && i < cap; i++)
-        free(s->ids[i].ids);
-    for (size_t i = 0; s->prefix_ids && i < cap; i++)
-        free(s->prefix_ids[i].ids);
-    free(s->ids);
-    free(s->src);
-    free(s->prefix_ids);
-    free(s->prefix);
+    cli_sentences_free(&s->src, cap);
+    cli_sentences_free(&s->prefix, cap);
     tessera_hypotheses_free(s->h, s->n_h);
 }
 
@@ -139,15 +128,17 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
         s->first_line = c->lines_parsed;
     c->lines_parsed++;
     if (!c->o->prefix)
-        return cli_parse_source(c->cm, line, len, &s->ids[index], &s->src[index], err, err_len);
+        return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
+                                err_len);
     const char *prefix_text;
     size_t src_len, prefix_len;
     if (cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
                          &prefix_len, err, err_len) != 0 ||
-        cli_parse_source(c->cm, line, src_len, &s->ids[index], &s->src[index], err, err_len) != 0)
+        cli_parse_source(c->cm, line, src_len, &s->src.ids[index], &s->src.seqs[index], err,
+                         err_len) != 0)
         return -1;
-    return parse_prefix(c, prefix_text, prefix_len, &s->prefix_ids[index], &s->prefix[index], err,
-                        err_len);
+    return parse_prefix(c, prefix_text, prefix_len, &s->prefix.ids[index], &s->prefix.seqs[index],
+                        err, err_len);
 }
 
 static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -158,8 +149,8 @@ static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt,
     tessera_translate_options opts = c->o->translate;
     opts.batch = (int)n;
     opts.first_sentence_index = s->first_line;
-    opts.target_prefix = c->o->prefix ? s->prefix : NULL;
-    if (tessera_translate_with(rt, c->cm->model, s->src, n, &opts, &s->h, err, err_len) != 0)
+    opts.target_prefix = c->o->prefix ? s->prefix.seqs : NULL;
+    if (tessera_translate_with(rt, c->cm->model, s->src.seqs, n, &opts, &s->h, err, err_len) != 0)
         return -1;
     s->n_h = n * (size_t)opts.n_best;
     return 0;

@@ -307,7 +307,7 @@ static int step(search *b, char *err, size_t err_len)
                 continue;
             }
             if (b->rules.active)
-                tsr_rules_apply(&b->rules, lp, b->V, h->tokens, h->len);
+                tsr_rules_apply(&b->rules, lp, h->tokens, h->len);
             b->ex->ks->log_softmax(lp, b->V, lp);
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);

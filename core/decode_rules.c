@@ -49,9 +49,8 @@ static void ban_repeated_ngrams(size_t n, float *z, const int32_t *history, size
     }
 }
 
-void tsr_rules_apply(const tsr_rules *r, float *z, size_t V, const int32_t *history, size_t len)
+void tsr_rules_apply(const tsr_rules *r, float *z, const int32_t *history, size_t len)
 {
-    (void)V; /* every id below was checked against V when it entered */
     if (r->repetition_penalty != 1.0f)
         penalise_repetitions(r->repetition_penalty, z, history, len);
     if (r->no_repeat_ngram > 0)

@@ -21,9 +21,10 @@ typedef struct tsr_rules {
 
 void tsr_rules_init(tsr_rules *r, const tessera_model *m, const tessera_translate_options *o);
 
-/* Applies the rules in place to one row of logits z[0..V) of a hypothesis
- * whose target tokens so far are history[0..len). */
-void tsr_rules_apply(const tsr_rules *r, float *z, size_t V, const int32_t *history, size_t len);
+/* Applies the rules in place to one row of logits of a hypothesis whose
+ * target tokens so far are history[0..len) (ids the row holds: each was
+ * checked against the vocabulary when it entered). */
+void tsr_rules_apply(const tsr_rules *r, float *z, const int32_t *history, size_t len);
 
 /* Whether token ends a hypothesis (eos, or the end token). */
 static inline int tsr_rules_ends(const tsr_rules *r, int32_t token)

@@ -52,7 +52,7 @@ static int32_t choose(const tsr_kernels *k, greedy_state *g, size_t limit, size_
         return tok;
     }
     if (g->rules.active)
-        tsr_rules_apply(&g->rules, row, V, g->ids + s * limit, len);
+        tsr_rules_apply(&g->rules, row, g->ids + s * limit, len);
     if (g->sampling) {
         k->log_softmax(row, V, row);
         double u = tsr_sample_uniform(g->key[s], g->draws[s]++);

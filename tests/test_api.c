@@ -430,6 +430,29 @@ Test(api, decoding_options_are_checked)
     tessera_model_free(m);
 }
 
+/* Whether two hypotheses hold the same ids. */
+static int same_ids(const tessera_hypothesis *a, const tessera_hypothesis *b)
+{
+    return a->len == b->len && memcmp(a->ids, b->ids, a->len * sizeof *a->ids) == 0;
+}
+
+/* Sentence i alone, translated with `o` keyed as sentence `index`; the
+ * caller frees the hypothesis. */
+static tessera_hypothesis *translate_one(tessera_runtime *rt, const tessera_model *m,
+                                         const tessera_tokens *src,
+                                         const tessera_translate_options *o, uint64_t index,
+                                         uint64_t seed)
+{
+    tessera_translate_options single = *o;
+    tessera_hypothesis *h;
+    single.batch = 1;
+    single.first_sentence_index = index;
+    single.seed = seed;
+    cr_assert_eq(tessera_translate_with(rt, m, src, 1, &single, &h, err, sizeof err), 0, "%s",
+                 err);
+    return h;
+}
+
 /* Sentence i of a call samples from the stream (seed, first_sentence_index
  * + i): one call over all sentences equals one call per sentence with its
  * index, and a different seed or index changes some sentence. */
@@ -444,30 +467,20 @@ Test(api, sampling_streams_follow_the_sentence_index)
     o.seed = 42;
     o.max_len = 20;
     o.batch = 5;
-    tessera_hypothesis *all, *one, *other;
+    tessera_hypothesis *all;
     cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &o, &all, err, sizeof err), 0, "%s",
                  err);
     size_t changed_by_index = 0, changed_by_seed = 0;
     for (size_t i = 0; i < in->n; i++) {
-        tessera_translate_options single = o;
-        single.batch = 1;
-        single.first_sentence_index = i;
-        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &one, err, sizeof err),
-                     0, "%s", err);
-        cr_expect(one->len == all[i].len && !memcmp(one->ids, all[i].ids, one->len * 4) &&
-                      one->score == all[i].score,
+        tessera_hypothesis *one = translate_one(rt, m, &in->src[i], &o, i, 42);
+        cr_expect(same_ids(one, &all[i]) && one->score == all[i].score,
                   "sentence %zu alone differs from the whole call", i + 1);
         tessera_hypotheses_free(one, 1);
-        single.first_sentence_index = i + 1000;
-        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &other, err,
-                                            sizeof err), 0, "%s", err);
-        changed_by_index += other->len != all[i].len || memcmp(other->ids, all[i].ids, other->len * 4);
+        tessera_hypothesis *other = translate_one(rt, m, &in->src[i], &o, i + 1000, 42);
+        changed_by_index += !same_ids(other, &all[i]);
         tessera_hypotheses_free(other, 1);
-        single.first_sentence_index = i;
-        single.seed = 43;
-        cr_assert_eq(tessera_translate_with(rt, m, &in->src[i], 1, &single, &other, err,
-                                            sizeof err), 0, "%s", err);
-        changed_by_seed += other->len != all[i].len || memcmp(other->ids, all[i].ids, other->len * 4);
+        other = translate_one(rt, m, &in->src[i], &o, i, 43);
+        changed_by_seed += !same_ids(other, &all[i]);
         tessera_hypotheses_free(other, 1);
     }
     cr_expect_gt(changed_by_index, in->n / 2, "another index changed %zu of %zu", changed_by_index,

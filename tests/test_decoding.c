@@ -144,7 +144,7 @@ Test(decoding, repetition_penalty_ctrl_form)
     float z[V] = {1, -1, 2, -2, 4, 0.5f};
     const int32_t history[] = {0, 1, 0, 4, 1};
     tsr_rules r = rules(2.0f, 0, -1, 0, -1);
-    tsr_rules_apply(&r, z, V, history, 5);
+    tsr_rules_apply(&r, z, history, 5);
     /* Once per distinct token: positive halved, negative doubled. */
     float want[V] = {0.5f, -2, 2, -2, 2, 0.5f};
     for (int i = 0; i < V; i++)
@@ -159,7 +159,7 @@ Test(decoding, no_repeat_ngram_bans_completions)
     for (size_t n = 1; n <= 3; n++) {
         float z[V] = {0, 0, 0, 0, 0, 0};
         tsr_rules r = rules(1.0f, n, -1, 0, -1);
-        tsr_rules_apply(&r, z, V, history, 5);
+        tsr_rules_apply(&r, z, history, 5);
         for (int i = 0; i < V; i++) {
             int banned = n == 1 ? (i == 1 || i == 3 || i == 4) : i == 4;
             cr_expect_eq(z[i] == -INFINITY, banned, "n %zu token %d: %g", n, i, z[i]);
@@ -168,7 +168,7 @@ Test(decoding, no_repeat_ngram_bans_completions)
     /* Too short a history for the n-gram: nothing banned. */
     float z[V] = {0, 0, 0, 0, 0, 0};
     tsr_rules r = rules(1.0f, 4, -1, 0, -1);
-    tsr_rules_apply(&r, z, V, history, 2);
+    tsr_rules_apply(&r, z, history, 2);
     for (int i = 0; i < V; i++)
         cr_expect_eq(z[i], 0.0f, "token %d", i);
 }
@@ -178,12 +178,12 @@ Test(decoding, unk_and_min_len_masks)
     const int32_t history[] = {0, 1};
     float z[V] = {0, 0, 0, 0, 0, 0};
     tsr_rules r = rules(1.0f, 0, 1, 3, 5); /* unk 1, min 3, eos 2, end token 5 */
-    tsr_rules_apply(&r, z, V, history, 2);
+    tsr_rules_apply(&r, z, history, 2);
     for (int i = 0; i < V; i++)
         cr_expect_eq(z[i] == -INFINITY, i == 1 || i == 2 || i == 5, "token %d: %g", i, z[i]);
     float z3[V] = {0, 0, 0, 0, 0, 0};
     const int32_t longer[] = {0, 1, 4};
-    tsr_rules_apply(&r, z3, V, longer, 3); /* min_len reached: eos and end allowed */
+    tsr_rules_apply(&r, z3, longer, 3); /* min_len reached: eos and end allowed */
     cr_expect(z3[2] == 0 && z3[5] == 0 && z3[1] == -INFINITY);
     cr_expect(tsr_rules_ends(&r, 2) && tsr_rules_ends(&r, 5) && !tsr_rules_ends(&r, 1));
 }
