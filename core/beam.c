@@ -34,6 +34,7 @@ typedef struct hyp {
     double score; /* total log-probability */
     size_t len;
     int32_t *tokens;
+    int32_t *align; /* the tokens' alignments, or NULL when not asked for */
 } hyp;
 
 typedef struct finished_hyp {
@@ -41,12 +42,14 @@ typedef struct finished_hyp {
     double score;
     size_t len;
     int32_t *ids;
+    int32_t *align;
 } finished_hyp;
 
 typedef struct sentence {
     hyp *live;
     size_t n_live;
     int32_t *tokens[2]; /* [N][limit] each: this step's and the next step's histories */
+    int32_t *align[2];  /* the same for alignments, when asked for */
     int flip;
     finished_hyp *fin;
     size_t n_fin, cap_fin;
@@ -95,8 +98,8 @@ static double live_bound(const search *b, const hyp *h)
     return length_normalised(b, h->score, b->limit);
 }
 
-static int add_finished(search *b, sentence *s, const hyp *parent, double score, size_t len,
-                        int32_t extra, int has_extra)
+/* A finished hypothesis with h's tokens; len counts the eos if it has one. */
+static int add_finished(search *b, sentence *s, const hyp *h, double score, size_t len)
 {
     if (s->n_fin == s->cap_fin) {
         size_t cap = s->cap_fin ? 2 * s->cap_fin : 2 * b->N;
@@ -106,15 +109,18 @@ static int add_finished(search *b, sentence *s, const hyp *parent, double score,
         s->fin = fin;
         s->cap_fin = cap;
     }
-    size_t n_ids = parent->len + (has_extra ? 1 : 0);
     finished_hyp *f = &s->fin[s->n_fin];
-    f->ids = malloc((n_ids + 1) * sizeof(int32_t));
-    if (!f->ids)
+    f->ids = malloc((h->len + 1) * sizeof(int32_t));
+    f->align = h->align ? malloc((h->len + 1) * sizeof(int32_t)) : NULL;
+    if (!f->ids || (h->align && !f->align)) {
+        free(f->ids);
+        free(f->align);
         return TESSERA_ERR_NOMEM;
-    memcpy(f->ids, parent->tokens, parent->len * sizeof(int32_t));
-    if (has_extra)
-        f->ids[parent->len] = extra;
-    f->len = n_ids;
+    }
+    memcpy(f->ids, h->tokens, h->len * sizeof(int32_t));
+    if (h->align)
+        memcpy(f->align, h->align, h->len * sizeof(int32_t));
+    f->len = h->len;
     f->score = score;
     f->rank = length_normalised(b, score, len);
     s->n_fin++;
@@ -227,12 +233,12 @@ static int select_sentence(search *b, size_t si, size_t row0)
 
     hyp *next = b->next_hyps;
     size_t *parent_slot = b->parent_slot, n_next = 0;
-    int32_t *out_tokens = s->tokens[!s->flip];
+    int32_t *out_tokens = s->tokens[!s->flip], *out_align = s->align[!s->flip];
     for (size_t i = 0; i < n_c && n_next < N; i++) {
         const hyp *parent = &s->live[c[i].hyp];
         if (tsr_rules_ends(&b->rules, c[i].token)) {
             if (i < N)
-                TSR_TRY(add_finished(b, s, parent, c[i].score, parent->len + 1, 0, 0));
+                TSR_TRY(add_finished(b, s, parent, c[i].score, parent->len + 1));
             continue;
         }
         hyp *h = &next[n_next];
@@ -241,6 +247,12 @@ static int select_sentence(search *b, size_t si, size_t row0)
         h->tokens = out_tokens + n_next * b->limit;
         memcpy(h->tokens, parent->tokens, parent->len * sizeof(int32_t));
         h->tokens[parent->len] = c[i].token;
+        h->align = NULL;
+        if (out_align) { /* the row of c[i].hyp chose the token */
+            h->align = out_align + n_next * b->limit;
+            memcpy(h->align, parent->align, parent->len * sizeof(int32_t));
+            h->align[parent->len] = b->dec.alignment[row0 + c[i].hyp];
+        }
         parent_slot[n_next++] = parent->slot;
     }
     TSR_TRY(assign_slots(b, si, next, parent_slot, n_next));
@@ -251,15 +263,18 @@ static int select_sentence(search *b, size_t si, size_t row0)
     /* Hypotheses at the length limit finish without eos. */
     if (n_next > 0 && s->live[0].len == b->limit) {
         for (size_t h = 0; h < s->n_live; h++)
-            TSR_TRY(add_finished(b, s, &s->live[h], s->live[h].score, b->limit, 0, 0));
+            TSR_TRY(add_finished(b, s, &s->live[h], s->live[h].score, b->limit));
         s->n_live = 0;
     }
     sort_finished(s);
     /* Only the n_best best can be printed, and a finished hypothesis never
      * moves up: the others are dropped, so the list stays n_best long. */
     size_t K = (size_t)b->o->n_best;
-    while (s->n_fin > K)
-        free(s->fin[--s->n_fin].ids);
+    while (s->n_fin > K) {
+        s->n_fin--;
+        free(s->fin[s->n_fin].ids);
+        free(s->fin[s->n_fin].align);
+    }
     if (s->n_live == 0 ||
         (s->n_fin >= K && live_bound(b, &s->live[0]) <= s->fin[K - 1].rank))
         s->done = 1;
@@ -339,12 +354,16 @@ static int output(search *b, tessera_hypothesis *out)
                 h->ids = s->fin[k].ids;
                 h->len = s->fin[k].len;
                 h->score = s->fin[k].rank;
+                h->alignment = s->fin[k].align;
                 s->fin[k].ids = NULL;
+                s->fin[k].align = NULL;
             } else { /* a vocabulary smaller than the beam: fewer distinct hypotheses */
                 h->ids = malloc(sizeof(int32_t));
                 h->len = 0;
                 h->score = -INFINITY;
                 if (!h->ids)
+                    return TESSERA_ERR_NOMEM;
+                if (b->o->return_alignments && !(h->alignment = malloc(sizeof(int32_t))))
                     return TESSERA_ERR_NOMEM;
             }
         }
@@ -374,13 +393,18 @@ static int init(search *b, char *err, size_t err_len)
     for (size_t si = 0; si < n; si++) {
         sentence *s = &b->sent[si];
         s->live = b->live_pool + si * N;
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < 2; t++) {
             if (!(s->tokens[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
                 return tsr_fail_oom(err, err_len, "out of memory for beam search");
-        s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0]};
+            if (b->o->return_alignments &&
+                !(s->align[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
+                return tsr_fail_oom(err, err_len, "out of memory for beam search");
+        }
+        s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0],
+                           .align = s->align[0]};
         s->n_live = 1;
         s->done = b->limit == 0;
-        if (s->done && add_finished(b, s, &s->live[0], 0.0, 0, 0, 0) != 0)
+        if (s->done && add_finished(b, s, &s->live[0], 0.0, 0) != 0)
             return tsr_fail_oom(err, err_len, "out of memory for beam search");
     }
     return 0;
@@ -391,11 +415,15 @@ static void release(search *b)
     if (b->sent)
         for (size_t si = 0; si < b->n; si++) {
             sentence *s = &b->sent[si];
-            for (size_t f = 0; f < s->n_fin; f++)
+            for (size_t f = 0; f < s->n_fin; f++) {
                 free(s->fin[f].ids);
+                free(s->fin[f].align);
+            }
             free(s->fin);
             free(s->tokens[0]);
             free(s->tokens[1]);
+            free(s->align[0]);
+            free(s->align[1]);
         }
     free(b->sent);
     free(b->live_pool);
@@ -426,6 +454,8 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
         rc = tsr_source_batch_encode(ex, in->src, in->n, &sb, err, err_len);
     if (rc == 0) {
         rc = tsr_decoder_init(&b.dec, ex, &sb.cross, in->n * b.N, err, err_len);
+        if (rc == 0 && o->return_alignments)
+            tsr_decoder_want_alignments(&b.dec);
         /* step() returns 1 when the search has ended, < 0 on failure. */
         while (rc == 0)
             rc = step(&b, err, err_len);

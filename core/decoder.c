@@ -5,9 +5,12 @@
  * sentence's cross memory. */
 #include "core/decoder.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alignment.h"
 #include "core/errors.h"
 #include "core/ops.h"
 
@@ -65,8 +68,21 @@ void tsr_decoder_free(tsr_decoder *dec)
     tsr_buffer_free(&dec->scratch);
     free(dec->jobs);
     free(dec->row0);
+    free(dec->alignment);
+    tsr_buffer_free(&dec->alignment_work);
     dec->jobs = NULL;
     dec->row0 = NULL;
+    dec->alignment = NULL;
+}
+
+void tsr_decoder_want_alignments(tsr_decoder *dec)
+{
+    const tsr_packing *src = dec->cross->src;
+    dec->longest_source = 1;
+    for (size_t s = 0; s < src->n; s++)
+        if (src->len[s] > dec->longest_source)
+            dec->longest_source = src->len[s];
+    dec->want_alignments = 1;
 }
 
 static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_t rows)
@@ -87,6 +103,16 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
             return TESSERA_ERR_NOMEM;
         dec->jobs_cap = n;
     }
+    if (dec->want_alignments && rows > dec->alignment_cap) {
+        int32_t *a = realloc(dec->alignment, rows * sizeof *a);
+        if (!a)
+            return TESSERA_ERR_NOMEM;
+        dec->alignment = a;
+        dec->alignment_cap = rows;
+    }
+    if (dec->want_alignments &&
+        tsr_buffer_reserve(&dec->alignment_work, rows * 2 * dec->longest_source) != 0)
+        return TESSERA_ERR_NOMEM;
     for (size_t i = 0, row = 0; i < n; row += seqs[i++].n_new)
         dec->row0[i] = row;
     for (size_t i = 0; i < n; i++) {
@@ -122,6 +148,24 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
     tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
 
+/* Each row's alignment from its cross-attention queries q (the last layer's). */
+static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, const float *q)
+{
+    const tessera_model *m = dec->ex->m;
+    size_t d = m->d, layer = (size_t)m->cfg.n_decoder_layers - 1, work = 2 * dec->longest_source;
+    float scale = 1.0f / sqrtf((float)m->d_head);
+#pragma omp for schedule(static)
+    for (long li = 0; li < (long)n; li++) {
+        size_t i = (size_t)li, s = seqs[i].sentence;
+        const float *k = dec->cross->kv[layer] + dec->cross->src->row0[s] * 2 * d;
+        for (size_t row = dec->row0[i]; row < dec->row0[i] + seqs[i].n_new; row++)
+            dec->alignment[row] = tsr_alignment_of_row(dec->ex->ks, q + row * d, k, 2 * d,
+                                                       dec->cross->src->len[s], m->n_heads,
+                                                       m->d_head, scale,
+                                                       dec->alignment_work.p + row * work);
+    }
+}
+
 static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
                             size_t rows, const float *in, float *residual_out)
 {
@@ -142,6 +186,8 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
         };
     }
     tsr_op_attention(dec->ex, dec->jobs, n);
+    if (dec->want_alignments && layer + 1 == (size_t)m->cfg.n_decoder_layers)
+        align_rows(dec, seqs, n, q);
     tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
 

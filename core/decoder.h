@@ -39,11 +39,20 @@ typedef struct tsr_decoder {
     tsr_attention_job *jobs;
     size_t *row0; /* first row of each sequence in the call */
     size_t jobs_cap;
+    /* Set by tsr_decoder_want_alignments: after each call, alignment[row]
+     * is the row's source position (core/alignment.h) in the last layer. */
+    int want_alignments;
+    int32_t *alignment;
+    size_t alignment_cap, longest_source;
+    tsr_buffer alignment_work;
 } tsr_decoder;
 
 int tsr_decoder_init(tsr_decoder *dec, const tsr_exec *ex, const tsr_cross_memory *cross,
                      size_t n_slots, char *err, size_t err_len);
 void tsr_decoder_free(tsr_decoder *dec);
+
+/* From now on every call also fills dec->alignment. */
+void tsr_decoder_want_alignments(tsr_decoder *dec);
 
 /* Feeds `tokens` (the new tokens of seqs[0], then seqs[1], ...) through the
  * decoder. On success *hidden points to [rows][d] final hidden states (after

@@ -4,6 +4,7 @@
  * emits an ending token or reaches the length limit. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/decode.h"
 #include "core/decode_rules.h"
@@ -19,6 +20,7 @@ typedef struct greedy_state {
     tsr_decode_seq *seqs;
     int32_t *next;    /* the token each active sentence feeds next */
     float *step_logprob; /* [n]: log-probability of each active row's choice */
+    int32_t *align;      /* [n][limit] alignments, or NULL when not asked for */
     int plain;           /* the argmax of the raw logits: no option below is on */
     /* Only when some option asks for more than the argmax: */
     const tessera_tokens *prefix; /* [n] or NULL */
@@ -34,6 +36,8 @@ static void finish(const tessera_translate_options *o, const greedy_state *g, si
 {
     size_t n_tokens = g->len[s] + (ended_with_eos ? 1 : 0);
     out[s].ids = malloc((g->len[s] + 1) * sizeof(int32_t));
+    if (g->align)
+        out[s].alignment = malloc((g->len[s] + 1) * sizeof(int32_t));
     out[s].len = g->len[s];
     out[s].score = g->logprob[s];
     if (o->length_penalty != 0.0f && n_tokens > 0)
@@ -124,6 +128,8 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
                 finish(o, g, s, 1, out);
                 continue;
             }
+            if (g->align)
+                g->align[s * limit + g->len[s]] = dec->alignment[i];
             g->ids[s * limit + g->len[s]++] = tok;
             if (g->len[s] == limit) {
                 finish(o, g, s, 0, out);
@@ -135,10 +141,11 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
         active = kept;
     }
     for (size_t s = 0; s < n; s++) {
-        if (!out[s].ids)
+        if (!out[s].ids || (g->align && !out[s].alignment))
             return tsr_fail_oom(err, err_len, "out of memory for the output");
-        for (size_t t = 0; t < g->len[s]; t++)
-            out[s].ids[t] = g->ids[s * limit + t];
+        memcpy(out[s].ids, g->ids + s * limit, g->len[s] * sizeof(int32_t));
+        if (g->align)
+            memcpy(out[s].alignment, g->align + s * limit, g->len[s] * sizeof(int32_t));
     }
     return 0;
 }
@@ -165,6 +172,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
     tsr_rules_init(&g.rules, m, o);
     g.plain = !g.prefix && !g.rules.active && !g.sampling;
     int rc, sampling_oom = 0;
+    if (o->return_alignments)
+        g.align = malloc((n * limit + 1) * sizeof(int32_t));
     if (g.sampling) {
         g.key = malloc(n * sizeof *g.key);
         g.draws = calloc(n, sizeof *g.draws);
@@ -173,7 +182,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         for (size_t s = 0; !sampling_oom && s < n; s++)
             g.key[s] = tsr_sample_key(o->seed, in->first_index + s);
     }
-    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom) {
+    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom ||
+        (o->return_alignments && !g.align)) {
         rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
@@ -182,6 +192,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         goto free_state;
     rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);
     if (rc == 0) {
+        if (g.align)
+            tsr_decoder_want_alignments(&dec);
         rc = run(ex, n, o, &dec, &g, &logits, out, err, err_len);
         tsr_decoder_free(&dec);
     }
@@ -194,6 +206,7 @@ free_state:
     free(g.seqs);
     free(g.next);
     free(g.step_logprob);
+    free(g.align);
     free(g.key);
     free(g.draws);
     free(g.scratch);

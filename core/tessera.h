@@ -280,21 +280,33 @@ typedef struct tessera_translate_options {
     int disable_unk;          /* nonzero: unk_id is never produced */
     int end_token;            /* -1 (default), or a target id that also ends a
                                  hypothesis, as eos does */
+
+    /* Nonzero: each hypothesis also gets its alignment (see
+     * tessera_hypothesis). */
+    int return_alignments;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
- * end_token -1. */
+ * end_token -1, no alignments. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total
  * log-probability (EOS included when the hypothesis ended with it), divided
- * by len^length_penalty where len counts the EOS too. */
+ * by len^length_penalty where len counts the EOS too.
+ *
+ * alignment is NULL unless options->return_alignments; then it holds len
+ * source positions (from 0): alignment[j] is the source token that target
+ * token j attends to most in the last decoder layer's cross-attention, at
+ * the step that chose token j (the attention probabilities averaged over
+ * the heads; the first position on ties), as fairseq's and CTranslate2's
+ * alignments. The ending token gets none. */
 typedef struct tessera_hypothesis {
     int32_t *ids;
     size_t len;
     double score;
+    int32_t *alignment;
 } tessera_hypothesis;
 
 /* Translates n source sentences on `runtime`. On success *out holds

@@ -164,8 +164,10 @@ void tessera_hypotheses_free(tessera_hypothesis *h, size_t count)
 {
     if (!h)
         return;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         free(h[i].ids);
+        free(h[i].alignment);
+    }
     free(h);
 }
 

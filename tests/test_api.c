@@ -492,3 +492,92 @@ Test(api, sampling_streams_follow_the_sentence_index)
     tessera_runtime_free(rt);
     tessera_model_free(m);
 }
+
+/* The alignments of a call, each checked for its shape: NULL unless asked
+ * for, else one source position per target token, within the source. */
+static void expect_alignment_shape(const tessera_hypothesis *h, const tessera_tokens *src,
+                                   int wanted, const char *what)
+{
+    if (!wanted) {
+        cr_expect_null(h->alignment, "%s: an alignment nobody asked for", what);
+        return;
+    }
+    cr_assert_not_null(h->alignment, "%s: no alignment", what);
+    for (size_t j = 0; j < h->len; j++)
+        cr_expect(h->alignment[j] >= 0 && (size_t)h->alignment[j] < src->len,
+                  "%s: token %zu aligned to %d, the source has %zu", what, j,
+                  (int)h->alignment[j], src->len);
+}
+
+/* Alignments change nothing else, do not depend on the batch or the threads,
+ * and depend on the source and the output alone (as their definition says):
+ * every beam hypothesis, reselected step after step, has the alignment of
+ * the same ids forced as a target prefix. */
+Test(api, alignments_follow_the_output, .timeout = 120)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *rt1 = runtime(1, 0, 1), *rt2 = runtime(1, 0, 2);
+    api_inputs *in = read_inputs();
+    static const struct { int beam, n_best, topk; } modes[] = {{1, 1, 1}, {4, 2, 1}, {1, 1, 5}};
+    size_t varied = 0;
+    for (size_t mode = 0; mode < sizeof modes / sizeof *modes; mode++) {
+        tessera_translate_options o;
+        tessera_translate_options_init(&o);
+        o.beam = modes[mode].beam;
+        o.n_best = modes[mode].n_best;
+        o.sampling_topk = modes[mode].topk;
+        o.seed = 3;
+        o.max_len = 20;
+        size_t K = (size_t)o.n_best, n = in->n;
+        tessera_hypothesis *plain, *aligned, *batched;
+        cr_assert_eq(tessera_translate_with(rt1, m, in->src, n, &o, &plain, err, sizeof err), 0,
+                     "%s", err);
+        o.return_alignments = 1;
+        cr_assert_eq(tessera_translate_with(rt1, m, in->src, n, &o, &aligned, err, sizeof err),
+                     0, "%s", err);
+        o.batch = 5;
+        cr_assert_eq(tessera_translate_with(rt2, m, in->src, n, &o, &batched, err, sizeof err),
+                     0, "%s", err);
+        for (size_t i = 0; i < n * K; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "mode %zu sentence %zu hypothesis %zu", mode, i / K + 1,
+                     i % K + 1);
+            const tessera_tokens *src = &in->src[i / K];
+            expect_alignment_shape(&plain[i], src, 0, what);
+            expect_alignment_shape(&aligned[i], src, 1, what);
+            cr_expect(same_ids(&aligned[i], &plain[i]) && aligned[i].score == plain[i].score,
+                      "%s: asking for alignments changed the output", what);
+            cr_expect(same_ids(&batched[i], &aligned[i]) &&
+                          memcmp(batched[i].alignment, aligned[i].alignment,
+                                 aligned[i].len * sizeof(int32_t)) == 0,
+                      "%s: --batch 5 on 2 threads changed the alignment", what);
+            for (size_t j = 1; j < aligned[i].len; j++)
+                varied += aligned[i].alignment[j] != aligned[i].alignment[0];
+
+            /* The same ids forced: the same alignment. */
+            tessera_translate_options forced;
+            tessera_translate_options_init(&forced);
+            forced.return_alignments = 1;
+            forced.max_len = (int)aligned[i].len;
+            tessera_tokens prefix = {aligned[i].ids, aligned[i].len};
+            forced.target_prefix = &prefix;
+            tessera_hypothesis *f;
+            cr_assert_eq(tessera_translate_with(rt1, m, src, 1, &forced, &f, err, sizeof err), 0,
+                         "%s", err);
+            cr_expect(same_ids(f, &aligned[i]) &&
+                          memcmp(f->alignment, aligned[i].alignment,
+                                 f->len * sizeof(int32_t)) == 0,
+                      "%s: forcing the same ids gives another alignment", what);
+            tessera_hypotheses_free(f, 1);
+        }
+        tessera_hypotheses_free(plain, n * K);
+        tessera_hypotheses_free(aligned, n * K);
+        tessera_hypotheses_free(batched, n * K);
+    }
+    cr_expect_gt(varied, 20, "alignments hardly vary (%zu tokens off the first position)",
+                 varied);
+    free(in);
+    tessera_runtime_free(rt1);
+    tessera_runtime_free(rt2);
+    tessera_model_free(m);
+}

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alignment.h"
 #include "simd/bf16.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
@@ -916,6 +917,115 @@ ParameterizedTest(set_param *p, kernels, attention)
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             buffer_free(all[i]);
     }
+}
+
+/* ---- Alignment of a decoder row (core/alignment.c) ----------------------------
+ * Not a kernel of the table, but built on two of them (logsumexp, argmax), so
+ * it runs under every set: the argmax over keys of the softmax probabilities
+ * averaged over heads, against the same in double. */
+
+typedef struct alignment_shape {
+    size_t n_k, heads, d_head, pad;
+    float spread; /* q and k uniform in [-spread, spread) */
+} alignment_shape;
+
+static const alignment_shape alignment_shapes[] = {
+    {1, 1, 1, 0, 1},  {2, 1, 3, 1, 2},   {3, 2, 4, 0, 1},   {7, 3, 5, 3, 2},
+    {17, 8, 8, 0, 1}, {64, 4, 16, 5, 1}, {131, 2, 33, 1, 3}, {9, 16, 2, 7, 4},
+};
+
+/* (argmax, best minus second best) of the averaged probabilities, in double;
+ * with max_over_heads, of the largest probability any head gives instead. */
+static size_t ref_alignment(const float *q, const float *k, size_t ldk, const alignment_shape *s,
+                            float scale, int max_over_heads, double *margin)
+{
+    double *w = doubles(s->n_k), *sc = doubles(s->n_k);
+    for (size_t j = 0; j < s->n_k; j++)
+        w[j] = 0;
+    for (size_t h = 0; h < s->heads; h++) {
+        double m = -INFINITY, sum = 0;
+        for (size_t j = 0; j < s->n_k; j++) {
+            double dot = 0;
+            for (size_t t = 0; t < s->d_head; t++)
+                dot += (double)q[h * s->d_head + t] * k[j * ldk + h * s->d_head + t];
+            sc[j] = scale * dot;
+            m = sc[j] > m ? sc[j] : m;
+        }
+        for (size_t j = 0; j < s->n_k; j++)
+            sum += exp(sc[j] - m);
+        for (size_t j = 0; j < s->n_k; j++) {
+            double p = exp(sc[j] - m) / sum;
+            w[j] = max_over_heads ? (p > w[j] ? p : w[j]) : w[j] + p / (double)s->heads;
+        }
+    }
+    size_t best = 0;
+    for (size_t j = 1; j < s->n_k; j++)
+        if (w[j] > w[best])
+            best = j;
+    *margin = INFINITY;
+    for (size_t j = 0; j < s->n_k; j++)
+        if (j != best && w[best] - w[j] < *margin)
+            *margin = w[best] - w[j];
+    free(w);
+    free(sc);
+    return best;
+}
+
+ParameterizedTestParameters(kernels, alignment_of_row)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, alignment_of_row)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+    size_t checked = 0;
+    for (size_t si = 0; si < sizeof alignment_shapes / sizeof *alignment_shapes; si++) {
+        const alignment_shape *s = &alignment_shapes[si];
+        size_t d = s->heads * s->d_head, ldk = 2 * d + s->pad;
+        float scale = 1.0f / sqrtf((float)s->d_head);
+        float *q = malloc(d * sizeof *q), *k = malloc(s->n_k * ldk * sizeof *k),
+              *work = malloc(2 * s->n_k * sizeof *work);
+        cr_assert(q && k && work);
+        for (int trial = 0; trial < 20; trial++) {
+            ref_rng rng;
+            ref_rng_seed(&rng, 4000 + 100 * si + (size_t)trial);
+            ref_fill_uniform(&rng, q, 1, d, d, -s->spread, s->spread);
+            ref_fill_uniform(&rng, k, s->n_k, ldk, ldk, -s->spread, s->spread);
+            double margin;
+            size_t want = ref_alignment(q, k, ldk, s, scale, 0, &margin);
+            int32_t got = tsr_alignment_of_row(ks, q, k, ldk, s->n_k, s->heads, s->d_head,
+                                               scale, work);
+            if (margin < 1e-5)
+                continue; /* float rounding may pick either */
+            checked++;
+            cr_expect_eq(got, (int32_t)want,
+                         "%s: n_k=%zu heads=%zu d_head=%zu trial %d: position %d, the double "
+                         "reference %zu (margin %.3g)", set, s->n_k, s->heads, s->d_head, trial,
+                         (int)got, want, margin);
+        }
+        free(q);
+        free(k);
+        free(work);
+    }
+    cr_expect_gt(checked, 100, "%s: only %zu rows away from a tie", set, checked);
+
+    /* Averaged, not the strongest head: head 0 is sure of key 0, heads 1-3
+     * lean to key 1, whose mean is the larger. */
+    const alignment_shape s = {2, 4, 1, 0, 1};
+    float q[4] = {10, 1, 1, 1}, k[2 * 8] = {0}, work[4];
+    k[0] = 1;                             /* key 0: head 0 */
+    k[8 + 1] = k[8 + 2] = k[8 + 3] = 1; /* key 1: heads 1-3 */
+    double margin;
+    cr_assert_eq(ref_alignment(q, k, 8, &s, 1.0f, 1, &margin), 0, "the strongest head picks 0");
+    cr_assert_eq(ref_alignment(q, k, 8, &s, 1.0f, 0, &margin), 1, "the mean picks 1");
+    cr_expect_eq(tsr_alignment_of_row(ks, q, k, 8, 2, 4, 1, 1.0f, work), 1,
+                 "%s: the heads' mean picks key 1", set);
+    /* Equal keys: the first position. */
+    float same[3 * 2] = {1, 2, 1, 2, 1, 2}, q2[2] = {0.5f, -1};
+    cr_expect_eq(tsr_alignment_of_row(ks, q2, same, 2, 3, 2, 1, 1.0f, work), 0,
+                 "%s: a tie goes to the first position", set);
 }
 
 /* ---- Add + LayerNorm --------------------------------------------------------- */
