@@ -229,6 +229,7 @@ enum {
     OPT_REPETITION_PENALTY,
     OPT_DISABLE_UNK,
     OPT_END_TOKEN,
+    OPT_ALIGNMENTS,
 };
 
 static const struct option all_options[] = {
@@ -257,6 +258,7 @@ static const struct option all_options[] = {
     {"repetition-penalty", required_argument, NULL, OPT_REPETITION_PENALTY},
     {"disable-unk", no_argument, NULL, OPT_DISABLE_UNK},
     {"end-token", required_argument, NULL, OPT_END_TOKEN},
+    {"alignments", no_argument, NULL, OPT_ALIGNMENTS},
     {NULL, 0, NULL, 0},
 };
 
@@ -311,6 +313,7 @@ static int apply_option(int opt, const char *arg, cli_options *o)
         return cli_parse_float("--repetition-penalty", arg, 0.01, 100.0, &t->repetition_penalty);
     case OPT_DISABLE_UNK: t->disable_unk = 1; return 0;
     case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, 0, INT32_MAX, &t->end_token);
+    case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
     default: return 1;
     }
 }

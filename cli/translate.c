@@ -12,7 +12,8 @@ static void usage(FILE *f)
             "\n"
             "Reads one source sentence per line (token ids separated by spaces) and writes\n"
             "one line per input line: the target ids, without BOS and EOS (with --n-best,\n"
-            "each hypothesis followed by a TAB and its score).\n"
+            "each hypothesis followed by a TAB and its score; with --alignments, then by a\n"
+            "TAB and its alignment).\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
@@ -49,7 +50,11 @@ static void usage(FILE *f)
             "  --end-token ID          target id that also ends a hypothesis, as EOS does\n"
             "                          (not printed; its log-prob is in the score)\n"
             "These shape the tokens chosen after the prefix; prefix tokens are forced and\n"
-            "scored as the model gives them.\n",
+            "scored as the model gives them.\n"
+            "  --alignments            after each hypothesis (and its score), a TAB and one\n"
+            "                          'I-J' pair per target token J (from 0): I is the source\n"
+            "                          position J attended to most in the last decoder layer's\n"
+            "                          cross-attention, averaged over the heads\n",
             TESSERA_NO_REPEAT_NGRAM_MAX);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
@@ -156,6 +161,17 @@ static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt,
     return 0;
 }
 
+/* TAB, then 'I-J' for each target token J, space separated. */
+static int print_alignment(cli_line *line, const tessera_hypothesis *hy)
+{
+    if (cli_line_printf(line, "\t") != 0)
+        return -1;
+    for (size_t j = 0; j < hy->len; j++)
+        if (cli_line_printf(line, j ? " %d-%zu" : "%d-%zu", (int)hy->alignment[j], j) != 0)
+            return -1;
+    return 0;
+}
+
 static int print_slot(void *ctx, void *state, size_t n)
 {
     command *c = ctx;
@@ -168,7 +184,8 @@ static int print_slot(void *ctx, void *state, size_t n)
             const tessera_hypothesis *hy = &s->h[i * K + k];
             if ((k && cli_line_printf(&c->line, "\t") != 0) ||
                 cli_line_ids(&c->line, hy->ids, hy->len, c->cm->tgt_vocab) != 0 ||
-                (c->o->n_best_given && cli_line_printf(&c->line, "\t%.9g", hy->score) != 0))
+                (c->o->n_best_given && cli_line_printf(&c->line, "\t%.9g", hy->score) != 0) ||
+                (hy->alignment && print_alignment(&c->line, hy) != 0))
                 status = cli_error("out of memory writing output");
         }
         if (status == 0 && cli_line_emit(&c->line) != 0)
@@ -192,7 +209,7 @@ int cli_translate(int argc, char **argv)
     int rc = cli_parse_options(argc, argv, "translate",
                                "beam max-len batch tokens length-penalty n-best sampling-topk "
                                "sampling-topp sampling-temperature seed prefix min-len "
-                               "no-repeat-ngram repetition-penalty disable-unk end-token",
+                               "no-repeat-ngram repetition-penalty disable-unk end-token alignments",
                                &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;

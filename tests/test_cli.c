@@ -1060,6 +1060,77 @@ Test(cli, prefix_starts_the_output)
     test_run_free(&forced);
 }
 
+/* Checks one output line of --alignments: per hypothesis, IDS, then (with
+ * n-best) SCORE, then I-J pairs, one per id, J counting from 0, I inside a
+ * source of src_len tokens. Returns the number of hypotheses. */
+static size_t expect_aligned_line(const char *line, size_t src_len, int with_score)
+{
+    char *copy = strdup(line), *rest = copy;
+    cr_assert(copy);
+    size_t hyps = 0;
+    while (rest) { /* strsep keeps empty fields: an empty hypothesis has two */
+        char *ids = strsep(&rest, "\t");
+        if (with_score)
+            cr_assert_not_null(strsep(&rest, "\t"), "no score in \"%s\"", line);
+        char *pairs = strsep(&rest, "\t");
+        cr_assert_not_null(pairs, "no alignment in \"%s\"", line);
+        size_t n_ids = 0, j = 0;
+        for (char *p = ids; *p;) {
+            char *start = p;
+            strtol(p, &p, 10);
+            cr_assert(p != start, "not an id at \"%s\"", start);
+            n_ids++;
+            while (*p == ' ')
+                p++;
+        }
+        for (char *p = pairs; *p; j++) {
+            char *start = p;
+            long i = strtol(p, &p, 10);
+            cr_assert(p != start && *p == '-', "pair %zu of \"%s\" is not I-J", j, pairs);
+            long jj = strtol(p + 1, &p, 10);
+            cr_expect(i >= 0 && (size_t)i < src_len, "source position %ld of %zu", i, src_len);
+            cr_expect_eq((size_t)jj, j, "pairs must count the target tokens: \"%s\"", pairs);
+            while (*p == ' ')
+                p++;
+        }
+        cr_expect_eq(j, n_ids, "%zu pairs for %zu ids in \"%s\"", j, n_ids, line);
+        hyps++;
+    }
+    free(copy);
+    return hyps;
+}
+
+/* --alignments: a field after each hypothesis (and its score), one pair per
+ * target token; the ids are those printed without it. */
+Test(cli, alignments_follow_each_hypothesis)
+{
+    test_run plain = translate("4 5 6\n9\n", "--max-len", "8");
+    expect_success(&plain);
+    test_run r = translate("4 5 6\n9\n", "--max-len", "8", "--alignments");
+    expect_success(&r);
+    char *second = strchr(r.out, '\n');
+    cr_assert(second && second[1]);
+    *second++ = '\0';
+    cr_expect_eq(expect_aligned_line(r.out, 3, 0), 1);
+    second[strcspn(second, "\n")] = '\0';
+    cr_expect_eq(expect_aligned_line(second, 1, 0), 1);
+    size_t ids_len = strcspn(plain.out, "\n");
+    cr_expect(strncmp(r.out, plain.out, ids_len) == 0 && r.out[ids_len] == '\t',
+              "the ids should be unchanged: \"%s\" vs \"%s\"", r.out, plain.out);
+    test_run_free(&r);
+    test_run_free(&plain);
+
+    r = translate("4 5 6 7\n", "--max-len", "8", "--beam", "3", "--n-best", "2", "--alignments");
+    expect_success(&r);
+    r.out[strcspn(r.out, "\n")] = '\0';
+    cr_expect_eq(expect_aligned_line(r.out, 4, 1), 2);
+    test_run_free(&r);
+
+    r = score("4 5\t6\n", "--alignments");
+    expect_failure(&r, "'--alignments' does not apply", NULL, 0);
+    test_run_free(&r);
+}
+
 Test(cli, help)
 {
     test_run r = run("", "--help");
@@ -1076,6 +1147,7 @@ Test(cli, help)
                   strstr(r.out, "--prefix") && strstr(r.out, "--min-len") &&
                   strstr(r.out, "--no-repeat-ngram") && strstr(r.out, "--repetition-penalty") &&
                   strstr(r.out, "--disable-unk") && strstr(r.out, "--end-token") &&
+                  strstr(r.out, "--alignments") &&
                   strstr(r.out, "TESSERA_MODELS_PATH") && strstr(r.out, "/tessera/models"),
               "translate usage should list its options: \"%s\"", r.out);
     test_run_free(&r);
