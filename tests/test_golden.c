@@ -212,12 +212,14 @@ ParameterizedTest(beam_case *c, golden, beam_batch_invariance, .timeout = 120)
     free(input);
 }
 
-/* Compares n-best lines (IDS<TAB>SCORE pairs, TAB separated) with PyTorch's:
- * the same number of hypotheses, identical ids, and each score (a
+/* Compares n-best lines (IDS<TAB>SCORE pairs, TAB separated; with
+ * `aligned`, IDS<TAB>SCORE<TAB>ALIGNMENT triples) with PyTorch's: the same
+ * number of hypotheses, identical ids and alignments, and each score (a
  * length-normalised log-prob) within the score tolerance. The fixtures hold
- * no sentence where a decision of the search came within 1e-3 of a tie, so
- * float32 rounding cannot change the ids. */
-static void compare_nbest(const golden_case *c, const char *got, const char *want)
+ * no sentence where a decision of the search came within 1e-3 of a tie, nor
+ * an alignment whose two best positions came within 1e-4, so float32
+ * rounding cannot change the ids or the alignments. */
+static void compare_nbest(const golden_case *c, const char *got, const char *want, int aligned)
 {
     size_t line = 1;
     double worst = 0;
@@ -250,6 +252,20 @@ static void compare_nbest(const golden_case *c, const char *got, const char *wan
                       "(diff %.3g)", c->isa, c->model, line, hyp, c->batch, g, w, diff);
             want = we;
             got = ge;
+            if (aligned) {
+                cr_assert(*want == '\t', "%s: fixture line %zu: no alignment", c->model, line);
+                cr_assert(*got == '\t', "%s %s line %zu hypothesis %zu: no alignment", c->isa,
+                          c->model, line, hyp);
+                want++;
+                got++;
+                size_t want_n = strcspn(want, "\t\n"), got_n = strcspn(got, "\t\n");
+                cr_expect(want_n == got_n && memcmp(want, got, want_n) == 0,
+                          "%s %s line %zu hypothesis %zu (--batch %d): alignment '%.*s', "
+                          "PyTorch '%.*s'", c->isa, c->model, line, hyp, c->batch, (int)got_n,
+                          got, (int)want_n, want);
+                want += want_n;
+                got += got_n;
+            }
             if (want == want_end) {
                 cr_assert(got == got_end, "%s %s line %zu: more than the %zu hypotheses of PyTorch",
                           c->isa, c->model, line, hyp);
@@ -311,7 +327,7 @@ ParameterizedTest(golden_case *c, golden, beam_against_pytorch, .timeout = 120)
     cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model, c->batch,
                  r.err);
     cr_assert_str_empty(r.err, "%s %s: unexpected stderr: %s", c->isa, c->model, r.err);
-    compare_nbest(c, r.out, expected);
+    compare_nbest(c, r.out, expected, 0);
     test_run_free(&r);
     free(input);
     free(expected);
@@ -487,6 +503,7 @@ static const char *const option_models[] = {"postnorm-relu-f32", "prenorm-gelu-f
 static const char *const option_cases[] = {
     "sample-topk",   "sample-topp",       "sample-all",         "prefix-greedy",     "prefix-beam",
     "prefix-sample", "constrained-greedy", "constrained-beam", "constrained-sample",
+    "align-greedy",  "align-beam",         "align-sample",     "align-prefix",
 };
 
 ParameterizedTestParameters(golden, options_against_pytorch)
@@ -519,6 +536,8 @@ ParameterizedTest(golden_case *c, golden, options_against_pytorch, .timeout = 24
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     snprintf(name, sizeof name, "options/%s.flags", c->suffix);
     char *flags = read_fixture(c->model, name);
+    char *flags_text = strdup(flags); /* strtok_r cuts flags up */
+    cr_assert(flags_text);
     snprintf(name, sizeof name, "options/%s.in", c->suffix);
     char *input = read_fixture(c->model, name);
     snprintf(name, sizeof name, "options/%s.expected", c->suffix);
@@ -547,7 +566,7 @@ ParameterizedTest(golden_case *c, golden, options_against_pytorch, .timeout = 24
         cr_assert_str_empty(r.err, "%s %s %s: unexpected stderr: %s", c->isa, c->model, c->suffix,
                             r.err);
         if (!first) {
-            compare_nbest(c, r.out, expected);
+            compare_nbest(c, r.out, expected, strstr(flags_text, "--alignments") != NULL);
             first = strdup(r.out);
         } else {
             cr_assert_str_eq(r.out, first, "%s %s %s: --batch %d --threads %s differs from "
@@ -558,6 +577,7 @@ ParameterizedTest(golden_case *c, golden, options_against_pytorch, .timeout = 24
     }
     free(first);
     free(flags);
+    free(flags_text);
     free(input);
     free(expected);
 }

@@ -758,6 +758,60 @@ class Seq2SeqTransformer(nn.Module):
         best = finished[:n_best]
         return best + [MISSING_HYPOTHESIS] * (n_best - len(best)), margin
 
+    @torch.no_grad()
+    def alignments(self, src_ids, tokens):
+        """(source position of each target token, margin), as `tessera translate --alignments`.
+
+        tokens: a hypothesis's target ids (forced prefix included; no bos, no
+        ending token). Token j's position is the argmax (the lowest on exact
+        ties) of the LAST decoder layer's cross-attention probabilities,
+        softmax(q_h . k_h / sqrt(d_head)) averaged over the heads, at query
+        position j: the decoder input [bos] + tokens[:j] whose output predicted
+        token j. The decoder is causal, so one pass over [bos] + tokens[:-1]
+        gives every row. Depends only on the source and the tokens, not on
+        the search that produced them.
+
+        margin: the smallest (largest averaged weight - second largest) over
+        the tokens; inf for a 1-token source or no tokens. Computed in the
+        model's dtype (float64 for the references).
+        """
+        tokens = list(tokens)
+        if not tokens:
+            return [], math.inf
+        memory = self.encode(src_ids)
+        attention = self.transformer.decoder.layers[-1].multihead_attn
+        captured = []
+
+        def keep_weights(module, inputs, output):
+            # The decoder layer calls multihead_attn(x, memory, memory,
+            # need_weights=False) (torch 1.13 passes the three tensors
+            # positionally; a forward hook sees no kwargs, and this model
+            # never gives a memory mask). Run it again on the same inputs
+            # asking for the head-averaged probabilities. forward() is called
+            # directly, not module(...), so the hook does not fire again.
+            query, key, value = inputs
+            _, weights = module.forward(query, key, value, need_weights=True,
+                                        average_attn_weights=True)
+            captured.append(weights)
+
+        handle = attention.register_forward_hook(keep_weights)
+        try:
+            self.decode_logits(memory, [self.config["bos_id"]] + tokens[:-1])
+        finally:
+            handle.remove()
+        if len(captured) != 1:
+            raise RuntimeError("the last decoder layer's cross-attention ran %d times"
+                               % len(captured))
+        weights = captured[0][0]   # [batch 1, len(tokens), len(src)] -> [len(tokens), len(src)]
+        positions, margin = [], math.inf
+        for row in weights.tolist():
+            best = max(row)
+            positions.append(row.index(best))   # the first (lowest) position holding the max
+            if len(row) > 1:
+                second = sorted(row)[-2]
+                margin = min(margin, best - second)
+        return positions, margin
+
 
 @torch.no_grad()
 def perturb_for_testing(model, generator_scale=3.0, seed=None):
@@ -923,9 +977,28 @@ def load_model_dir(directory):
     return model
 
 
-def format_nbest(hypotheses):
-    """An n-best line as tessera prints it: IDS<TAB>SCORE pairs, TAB separated, best first."""
-    return "\t".join("%s\t%.9g" % (" ".join(str(t) for t in h.tokens), h.rank) for h in hypotheses)
+def format_alignment(positions):
+    """ALIGN of `--alignments`: `i-j` per target token j (0-based) aligned to source position i."""
+    return " ".join("%d-%d" % (i, j) for j, i in enumerate(positions))
+
+
+def format_nbest(hypotheses, alignments=None):
+    """An n-best line as tessera prints it: IDS<TAB>SCORE pairs, TAB separated, best first.
+
+    alignments: None, or one list of source positions per hypothesis
+    (Seq2SeqTransformer.alignments); then each hypothesis is
+    IDS<TAB>SCORE<TAB>ALIGN (ALIGN empty for an empty hypothesis).
+    """
+    parts = ["%s\t%.9g" % (" ".join(str(t) for t in h.tokens), h.rank) for h in hypotheses]
+    if alignments is not None:
+        if len(alignments) != len(hypotheses):
+            raise ValueError("one alignment per hypothesis expected")
+        for h, positions in zip(hypotheses, alignments):
+            if len(positions) != len(h.tokens):
+                raise ValueError("one source position per target token expected")
+        parts = [part + "\t" + format_alignment(positions)
+                 for part, positions in zip(parts, alignments)]
+    return "\t".join(parts)
 
 
 def format_logprobs(values):

@@ -23,6 +23,13 @@ tokens stay within the top K / the nucleus and their frequencies follow the
 tempered distribution, prefixes come first and score raw log-probs, no
 output breaks --min-len, --no-repeat-ngram or --disable-unk, the end token
 ends. The options/ fixtures are re-derived with the numpy version.
+
+The alignments of --alignments (Seq2SeqTransformer.alignments) are checked
+against the numpy forward pass's last-layer cross-attention weights
+(np_alignments); planted bugs (first layer, max over heads, a target position
+off by one, no 1/sqrt(d_head)) must each be told apart; format_nbest's ALIGN
+field is checked against the documented format, and the align-* fixtures'
+ALIGN fields are re-derived with numpy.
 Run: /usr/bin/python3 tools/test_tessera_torch.py
 """
 
@@ -169,6 +176,66 @@ def np_logits(W, cfg, memory, tgt_in):
         x = np_sublayer(W, p + "norm3", x, lambda y: np_ffn(W, p, y, act), cfg)
     x = np_final_norm(W, "transformer.decoder.norm", x, cfg)
     return x @ W["generator.weight"].T + W["generator.bias"]
+
+
+def np_cross_attention_weights(W, cfg, memory, tgt_in, layer=-1, reduce="mean", scaled=True):
+    """[len(tgt_in), len(memory)]: a decoder layer's cross-attention probabilities, reduced
+    over the heads (mean: what `--alignments` uses).
+
+    The decoder is run as in np_logits up to that layer; the query input is
+    what its cross-attention sublayer is given (after norm2 when pre-norm).
+    layer, reduce ("mean" or "max") and scaled (divide by sqrt(d_head)) exist
+    to plant bugs: the alignments are the last layer, mean, scaled.
+    """
+    heads, act = cfg["n_heads"], cfg["activation"]
+    wanted = layer % cfg["n_decoder_layers"]
+    x = np_embed(W, cfg, "tgt_tok_emb.embedding.weight", tgt_in)
+    for i in range(wanted + 1):
+        p = "transformer.decoder.layers.%d." % i
+        x = np_sublayer(W, p + "norm1", x,
+                        lambda y: np_attention(W, p + "self_attn.", y, y, heads, True), cfg)
+        queries = []
+
+        def cross(y):
+            queries.append(y)
+            return np_attention(W, p + "multihead_attn.", y, memory, heads, False)
+        x = np_sublayer(W, p + "norm2", x, cross, cfg)
+        x = np_sublayer(W, p + "norm3", x, lambda y: np_ffn(W, p, y, act), cfg)
+    d = cfg["d_model"]
+    prefix = "transformer.decoder.layers.%d.multihead_attn." % wanted
+    w_in, b_in = W[prefix + "in_proj_weight"], W[prefix + "in_proj_bias"]
+    q = queries[0] @ w_in[:d].T + b_in[:d]
+    k = memory @ w_in[d : 2 * d].T + b_in[d : 2 * d]
+    dh = d // heads
+    probs = []
+    for h in range(heads):
+        cols = slice(h * dh, (h + 1) * dh)
+        s = q[:, cols] @ k[:, cols].T / (math.sqrt(dh) if scaled else 1.0)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        probs.append(e / e.sum(-1, keepdims=True))
+    return np.mean(probs, axis=0) if reduce == "mean" else np.max(probs, axis=0)
+
+
+def np_alignments(W, cfg, src, tokens, shift=0, **bug):
+    """(source positions, per-token margins) of `--alignments` for target tokens.
+
+    Token j: the argmax (np.argmax: the first maximum) of row j of the
+    cross-attention weights over [bos] + tokens (causal, so row j only sees
+    [bos] + tokens[:j]); margin: largest - second largest (inf for one source
+    token). shift and bug (np_cross_attention_weights's layer, reduce,
+    scaled) plant bugs: shift 1 reads the row of the next position.
+    """
+    if not tokens:
+        return [], []
+    weights = np_cross_attention_weights(W, cfg, np_encode(W, cfg, src),
+                                         [cfg["bos_id"]] + list(tokens), **bug)
+    positions, margins = [], []
+    for j in range(len(tokens)):
+        row = weights[min(j + shift, len(tokens))]
+        positions.append(int(np.argmax(row)))
+        top2 = np.sort(row)[-2:]
+        margins.append(top2[1] - top2[0] if len(row) > 1 else math.inf)
+    return positions, margins
 
 
 # ---- the checks -------------------------------------------------------------
@@ -995,10 +1062,91 @@ def check_constraints(failures):
                float(5 - refused), 0.0)
 
 
+# ---- alignments (`tessera translate --alignments`) ---------------------------
+
+ALIGN_NEAR_TIE = 1e-4   # make-golden's: the alignment margin every fixture hypothesis keeps
+ALIGN_BUGS = {   # planted bugs: np_alignments arguments, each a wrong definition
+    "first decoder layer, not the last": dict(layer=0),
+    "max over heads, not the mean": dict(reduce="max"),
+    "target position off by one": dict(shift=1),
+    "no 1/sqrt(d_head)": dict(scaled=False),
+}
+
+
+def check_alignments(failures):
+    """alignments() against np_alignments on random models, sources and targets;
+    each planted bug (ALIGN_BUGS) must differ from alignments() somewhere."""
+    rng = np.random.default_rng(78)
+    caught = {bug: [0, 0] for bug in ALIGN_BUGS}   # sentences where positions / anything differ
+    sentences = 0
+    for index in range(len(CONFIGS)):
+        model = build(index, 130 + index)
+        cfg = model.config
+        W = {k: v.numpy() for k, v in model.state_dict().items()}
+        compared, wrong, margin_worst, varied, single = 0, 0, 0.0, 0, 0
+        for trial in range(8):
+            src_len = 1 if trial < 2 else int(rng.integers(2, 16))
+            src = [int(t) for t in rng.integers(0, cfg["src_vocab_size"], size=src_len)]
+            tokens = random_ids(rng, cfg["tgt_vocab_size"], 0 if trial == 2 else 1, 12)
+            positions, margin = model.alignments(src, tokens)
+            want, margins = np_alignments(W, cfg, src, tokens)
+            wrong += len(positions) != len(tokens)
+            for got, expect, gap in zip(positions, want, margins):
+                if gap > 1e-9:
+                    compared += 1
+                    wrong += got != expect
+            want_margin = min(margins, default=math.inf)
+            if math.isinf(want_margin) or math.isinf(margin):
+                margin_worst = max(margin_worst, 0.0 if margin == want_margin else math.inf)
+            else:
+                margin_worst = max(margin_worst, abs(margin - want_margin))
+            varied += len(set(positions)) >= 2
+            single += src_len == 1 and positions == [0] * len(tokens) and margin == math.inf
+            if not tokens:
+                wrong += (positions, margin) != ([], math.inf)
+                continue
+            sentences += 1
+            for bug, planted in ALIGN_BUGS.items():
+                bad, bad_margins = np_alignments(W, cfg, src, tokens, **planted)
+                bad_margin = min(bad_margins)
+                moved = any(b != g for b, g, m in zip(bad, positions, bad_margins) if m > 1e-9)
+                caught[bug][0] += moved
+                caught[bug][1] += moved or not abs(bad_margin - margin) <= 1e-6
+        report(failures, "alignments vs numpy, config %d (%d tokens compared, %d sentences with "
+               "2+ positions; positions differing)" % (index, compared, varied),
+               float(wrong) if compared >= 20 and varied >= 2 and single == 2 else math.inf, 0.0)
+        report(failures, "alignments vs numpy, config %d (margins)" % index, margin_worst, 1e-10)
+    for bug, (moved, differ) in caught.items():
+        report(failures, "alignments: planted bug %s: caught in %d (positions), %d (or margin) "
+               "of %d" % (bug, moved, differ, sentences),
+               0.0 if moved else 1.0, 0.0)
+
+
+def check_format_alignments(failures):
+    """format_nbest with alignments: IDS<TAB>SCORE<TAB>ALIGN per hypothesis; unchanged without."""
+    h = tt.Hypothesis
+    both = [h([5, 9, 9], -1.25, 3, -1.25, False), h([], -1.5, 1, -1.5, True)]
+    cases = [
+        (tt.format_nbest(both[:1], [[0, 2, 2]]), "5 9 9\t-1.25\t0-0 2-1 2-2"),
+        (tt.format_nbest(both, [[0, 2, 2], []]), "5 9 9\t-1.25\t0-0 2-1 2-2\t\t-1.5\t"),
+        (tt.format_nbest(both), "5 9 9\t-1.25\t\t-1.5"),
+        (tt.format_nbest([h([7], -0.5, 2, -0.5, True)], [[13]]), "7\t-0.5\t13-0"),
+    ]
+    bad = sum(got != want for got, want in cases)
+    for wrong in ([[0, 2, 2]], [[0, 2], []]):   # an alignment missing, a token without one
+        try:
+            tt.format_nbest(both, wrong)
+            bad += 1
+        except ValueError:
+            pass
+    report(failures, "format_nbest with alignments (lines differing from the format)",
+           float(bad), 0.0)
+
+
 def parse_flag_line(line):
     """DecodeOptions and the run settings of a `tessera translate` flag line."""
     words = line.split()
-    o, run = {}, dict(beam=1, n_best=1, length_penalty=0.0, prefix=False)
+    o, run = {}, dict(beam=1, n_best=1, length_penalty=0.0, prefix=False, alignments=False)
     numbers = {"--sampling-topk": int, "--sampling-topp": float, "--sampling-temperature": float,
                "--seed": int, "--min-len": int, "--no-repeat-ngram": int,
                "--repetition-penalty": float, "--end-token": int}
@@ -1008,6 +1156,8 @@ def parse_flag_line(line):
             o["disable_unk"] = True
         elif flag == "--prefix":
             run["prefix"] = True
+        elif flag == "--alignments":
+            run["alignments"] = True
         elif flag in numbers:
             o[flag[2:].replace("-", "_")] = numbers[flag](words.pop(0))
         else:
@@ -1044,13 +1194,23 @@ def fixture_option_errors(directory, W, cfg):
                                                          run["length_penalty"], run["n_best"], o,
                                                          prefix)]
             fields = want.split("\t")
+            width = 3 if run["alignments"] else 2   # IDS SCORE [ALIGN] per hypothesis
+            if len(fields) % width:
+                wrong += 1
+                continue
             want_pairs = [([int(t) for t in fields[j].split()], float(fields[j + 1]))
-                          for j in range(0, len(fields), 2)]
+                          for j in range(0, len(fields), width)]
             if [ids for ids, _ in got] != [ids for ids, _ in want_pairs]:
                 wrong += 1
                 continue
             worst = max([worst] + [abs(a - b) / max(1.0, abs(b))
                                    for (_, a), (_, b) in zip(got, want_pairs)])
+            if run["alignments"]:
+                for (ids, _), text in zip(want_pairs, fields[2::3]):
+                    positions, margins = np_alignments(W, cfg, src, ids)
+                    pairs = [pair.split("-") for pair in text.split()]
+                    wrong += (pairs != [[str(i), str(j)] for j, i in enumerate(positions)]
+                              or min(margins, default=math.inf) < ALIGN_NEAR_TIE)
     return wrong, worst, cases
 
 
@@ -1077,6 +1237,8 @@ def main():
     check_decode_vs_numpy(failures)
     check_prefix(failures)
     check_constraints(failures)
+    check_alignments(failures)
+    check_format_alignments(failures)
     golden = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden")
     if os.path.isdir(golden):
