@@ -11,6 +11,20 @@
 #include <math.h>
 #include <string.h>
 
+/* Eight partial sums, so that the compiler may keep them in one vector
+ * without reordering a sum (the order depends on n alone). */
+static float dot(const float *a, const float *b, size_t n)
+{
+    float part[8] = {0};
+    size_t t = 0;
+    for (; t + 8 <= n; t += 8)
+        for (size_t i = 0; i < 8; i++)
+            part[i] += a[t + i] * b[t + i];
+    for (; t < n; t++)
+        part[t % 8] += a[t] * b[t];
+    return ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+}
+
 int32_t tsr_alignment_of_row(const tsr_kernels *ks, const float *q, const float *k, size_t ldk,
                              size_t n_k, size_t heads, size_t d_head, float scale, float *work)
 {
@@ -18,13 +32,8 @@ int32_t tsr_alignment_of_row(const tsr_kernels *ks, const float *q, const float 
     memset(mean, 0, n_k * sizeof *mean);
     for (size_t h = 0; h < heads; h++) {
         const float *qh = q + h * d_head;
-        for (size_t j = 0; j < n_k; j++) {
-            const float *kh = k + j * ldk + h * d_head;
-            float dot = 0.0f;
-            for (size_t t = 0; t < d_head; t++)
-                dot += qh[t] * kh[t];
-            scores[j] = scale * dot;
-        }
+        for (size_t j = 0; j < n_k; j++)
+            scores[j] = scale * dot(qh, k + j * ldk + h * d_head, d_head);
         float lse = ks->logsumexp(scores, n_k);
         for (size_t j = 0; j < n_k; j++)
             mean[j] += expf(scores[j] - lse);
