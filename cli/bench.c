@@ -36,6 +36,7 @@ static void usage(FILE *f)
             "            (with_cross_kv_ms)\n"
             "  greedy    greedy decoding, one sentence at a time (target tokens/s)\n"
             "  greedy-batch  greedy decoding, --batch sentences together (tokens/s)\n"
+            "  align-batch  greedy-batch with alignments (--alignments)\n"
             "  beam4     beam search with beam 4, --batch sentences together (tokens/s)\n"
             "  sample-batch  sampling (top-k 10, top-p 0.9, temperature 0.8), --batch\n"
             "            sentences together, EOS held back until --tgt-len (tokens/s)\n"
@@ -100,16 +101,18 @@ typedef struct bench_case {
     int encoder_only;
     int sampling; /* top-k 10, top-p 0.9, temperature 0.8, min-len --tgt-len */
     int encode;   /* tessera_encode of the batch */
+    int align;    /* translate with return_alignments */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"encoder", 1, 1, 0, 1, 0, 0},
-    {"greedy", 1, 1, 0, 0, 0, 0},
-    {"greedy-batch", 0, 1, 0, 0, 0, 0},
-    {"beam4", 0, 4, 0, 0, 0, 0},
-    {"sample-batch", 0, 1, 0, 0, 1, 0},
-    {"score", 0, 1, 1, 0, 0, 0},
-    {"encode-batch", 0, 1, 0, 0, 0, 1},
+    {"encoder", 1, 1, 0, 1, 0, 0, 0},
+    {"greedy", 1, 1, 0, 0, 0, 0, 0},
+    {"greedy-batch", 0, 1, 0, 0, 0, 0, 0},
+    {"align-batch", 0, 1, 0, 0, 0, 0, 1},
+    {"beam4", 0, 4, 0, 0, 0, 0, 0},
+    {"sample-batch", 0, 1, 0, 0, 1, 0, 0},
+    {"score", 0, 1, 1, 0, 0, 0, 0},
+    {"encode-batch", 0, 1, 0, 0, 0, 1, 0},
 };
 
 static double bench_failed(const char *err)
@@ -174,6 +177,7 @@ static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_
         t.beam = bc->beam;
         t.max_len = bc->encoder_only ? 0 : o->tgt_len;
         t.batch = n;
+        t.return_alignments = bc->align;
         if (bc->sampling) {
             t.sampling_topk = 10;
             t.sampling_topp = 0.9f;
@@ -463,7 +467,7 @@ int cli_bench(int argc, char **argv)
         if (i == sizeof cases / sizeof cases[0]) {
             if (!any)
                 return cli_error("bench: --case '%s': no such case (encoder, greedy, "
-                                 "greedy-batch, beam4, sample-batch, score, "
+                                 "greedy-batch, align-batch, beam4, sample-batch, score, "
                                  "encode-batch, all)", o.cases);
             break;
         }
