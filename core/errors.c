@@ -11,7 +11,8 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-static int vfail(int code, char *err, size_t err_len, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static int vfail(int code, char *err, size_t err_len,
+                                                       const char *fmt, va_list ap)
 {
     if (err && err_len > 0) {
         vsnprintf(err, err_len, fmt, ap);

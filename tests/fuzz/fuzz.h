@@ -1,0 +1,23 @@
+/* Fuzz targets (tests/fuzz/README.md): each file defines the libFuzzer entry
+ * point and its name; a target is built either against libFuzzer
+ * (./configure --enable-fuzzing, clang) or against replay.c, a plain main
+ * that feeds it every file of its corpus, which is how make check runs it. */
+#ifndef TSR_TESTS_FUZZ_FUZZ_H
+#define TSR_TESTS_FUZZ_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The target's name: its corpus is tests/fuzz/corpus/NAME. */
+extern const char fuzz_target_name[];
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A private temporary directory for the process (created on first use,
+ * removed at exit), and `name` in it written with exactly these bytes; the
+ * path stays valid until the next call with the same name. Aborts on a
+ * system error: that is the harness failing, not the target. */
+const char *fuzz_temp_dir(void);
+const char *fuzz_write_file(const char *name, const void *data, size_t size);
+
+#endif

@@ -1,0 +1,16 @@
+/* Fuzz target: config.json as the loader reads it (parse, then validate). */
+#include <stdint.h>
+
+#include "core/config.h"
+#include "tests/fuzz/fuzz.h"
+
+const char fuzz_target_name[] = "config";
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tessera_config cfg;
+    char err[512];
+    if (tsr_config_parse((const char *)data, size, &cfg, err, sizeof err) == 0)
+        (void)tsr_config_validate(&cfg, err, sizeof err);
+    return 0;
+}

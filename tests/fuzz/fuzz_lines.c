@@ -1,0 +1,66 @@
+/* Fuzz target: the command's input lines. The input is cut into lines as
+ * the command reads them (at '\n', one trailing '\r' dropped), and each line
+ * is parsed every way the commands parse one: a sentence of ids (translate,
+ * encode), of tokens through a vocabulary (--tokens), and as
+ * SOURCE<TAB>TARGET (score, translate --prefix), both halves both ways. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/vocab.h"
+#include "tests/fuzz/fuzz.h"
+
+const char fuzz_target_name[] = "lines";
+
+#define VOCAB_SIZE 8
+
+static const cli_vocab *vocab(void)
+{
+    static cli_vocab *v;
+    if (!v) {
+        static const char words[] = "<unk>\n<s>\n</s>\n<pad>\na\nb\nf\xc3\xbcnf\nab\n";
+        char err[512];
+        v = cli_vocab_load(fuzz_write_file("vocab.txt", words, sizeof words - 1), VOCAB_SIZE, err,
+                           sizeof err);
+        if (!v)
+            abort();
+    }
+    return v;
+}
+
+static void parse_every_way(const char *text, size_t len, cli_ids *ids)
+{
+    char err[512];
+    for (int tokens = 0; tokens < 2; tokens++)
+        if (cli_parse_sentence(text, len, tokens ? vocab() : NULL, VOCAB_SIZE, 0, "source", ids, err,
+                               sizeof err) == 0 &&
+            ids->len > 0 && (ids->ids[0] < 0 || ids->ids[ids->len - 1] >= VOCAB_SIZE))
+            __builtin_trap(); /* an id out of range got through */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    cli_ids ids = {0};
+    for (size_t start = 0; start < size;) {
+        const uint8_t *nl = memchr(data + start, '\n', size - start);
+        size_t end = nl ? (size_t)(nl - data) : size, len = end - start;
+        const char *line = (const char *)data + start;
+        if (len > 0 && line[len - 1] == '\r')
+            len--;
+        parse_every_way(line, len, &ids);
+        const char *second;
+        size_t first_len, second_len;
+        char err[512];
+        if (cli_split_at_tab(line, len, "SOURCE<TAB>TARGET", &first_len, &second, &second_len, err,
+                             sizeof err) == 0) {
+            if (first_len > len || second < line || second + second_len > line + len)
+                __builtin_trap(); /* the halves must lie inside the line */
+            parse_every_way(line, first_len, &ids);
+            parse_every_way(second, second_len, &ids);
+        }
+        start = end + 1;
+    }
+    free(ids.ids);
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* The harness's temporary files (fuzz.h). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/fuzz/fuzz.h"
+
+static char dir[4096];
+
+static void remove_dir(void)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        char path[4096 + 256];
+        for (struct dirent *e; (e = readdir(d));) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+const char *fuzz_temp_dir(void)
+{
+    if (!dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/tessera-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("fuzz: mkdtemp");
+            abort();
+        }
+        atexit(remove_dir);
+    }
+    return dir;
+}
+
+const char *fuzz_write_file(const char *name, const void *data, size_t size)
+{
+    static char path[4096 + 256];
+    snprintf(path, sizeof path, "%s/%s", fuzz_temp_dir(), name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        perror("fuzz: open");
+        abort();
+    }
+    for (size_t done = 0; done < size;) {
+        ssize_t w = write(fd, (const char *)data + done, size - done);
+        if (w <= 0) {
+            perror("fuzz: write");
+            abort();
+        }
+        done += (size_t)w;
+    }
+    close(fd);
+    return path;
+}
