@@ -1,7 +1,9 @@
 /* The plain main of a fuzz target (fuzz.h): feeds it every file of the
  * directories and files given, or of tests/fuzz/corpus/NAME under
  * $TESSERA_TEST_SRCDIR (make check sets it; else the current directory) when
- * none is given. A missing or empty corpus is a failure: make check must
+ * none is given. Arguments that start with '-' are options of a runner
+ * (libFuzzer's -runs=N, Criterion's --ignore-warnings that .ci/neon passes
+ * to every test) and are skipped. A missing or empty corpus is a failure: make check must
  * never pass a target that replayed nothing. A crash, an assertion or a
  * sanitizer report in the target fails the run as it would the fuzzer. */
 #define _GNU_SOURCE
@@ -103,11 +105,13 @@ static int replay(const char *path, size_t *count)
 int main(int argc, char **argv)
 {
     size_t count = 0;
-    int rc = 0;
-    if (argc > 1) {
-        for (int i = 1; i < argc; i++)
+    int rc = 0, paths = 0;
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] != '-') {
             rc |= replay(argv[i], &count);
-    } else {
+            paths++;
+        }
+    if (paths == 0) {
         const char *srcdir = getenv("TESSERA_TEST_SRCDIR");
         char corpus[4096];
         snprintf(corpus, sizeof corpus, "%s/tests/fuzz/corpus/%s",
