@@ -103,18 +103,18 @@ static int add_finished(search *b, sentence *s, const hyp *h, double score, size
 {
     if (s->n_fin == s->cap_fin) {
         size_t cap = s->cap_fin ? 2 * s->cap_fin : 2 * b->N;
-        finished_hyp *fin = realloc(s->fin, cap * sizeof *fin);
+        finished_hyp *fin = tsr_realloc(s->fin, cap * sizeof *fin);
         if (!fin)
             return TESSERA_ERR_NOMEM;
         s->fin = fin;
         s->cap_fin = cap;
     }
     finished_hyp *f = &s->fin[s->n_fin];
-    f->ids = malloc((h->len + 1) * sizeof(int32_t));
-    f->align = h->align ? malloc((h->len + 1) * sizeof(int32_t)) : NULL;
+    f->ids = tsr_malloc((h->len + 1) * sizeof(int32_t));
+    f->align = h->align ? tsr_malloc((h->len + 1) * sizeof(int32_t)) : NULL;
     if (!f->ids || (h->align && !f->align)) {
-        free(f->ids);
-        free(f->align);
+        tsr_free(f->ids);
+        tsr_free(f->align);
         return TESSERA_ERR_NOMEM;
     }
     memcpy(f->ids, h->tokens, h->len * sizeof(int32_t));
@@ -190,7 +190,7 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
                         size_t n_next)
 {
     size_t N = b->N, base = sent_index * N;
-    unsigned char claimed[256], *used = N <= sizeof claimed ? claimed : calloc(N, 1);
+    unsigned char claimed[256], *used = N <= sizeof claimed ? claimed : tsr_calloc(N, 1);
     if (!used)
         return TESSERA_ERR_NOMEM;
     memset(used, 0, N);
@@ -214,7 +214,7 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
         rc = tsr_kv_cache_copy(&b->dec.cache, next[j].slot, parent_slot[j]);
     }
     if (used != claimed)
-        free(used);
+        tsr_free(used);
     return rc;
 }
 
@@ -272,8 +272,8 @@ static int select_sentence(search *b, size_t si, size_t row0)
     size_t K = (size_t)b->o->n_best;
     while (s->n_fin > K) {
         s->n_fin--;
-        free(s->fin[s->n_fin].ids);
-        free(s->fin[s->n_fin].align);
+        tsr_free(s->fin[s->n_fin].ids);
+        tsr_free(s->fin[s->n_fin].align);
     }
     if (s->n_live == 0 ||
         (s->n_fin >= K && live_bound(b, &s->live[0]) <= s->fin[K - 1].rank))
@@ -358,12 +358,12 @@ static int output(search *b, tessera_hypothesis *out)
                 s->fin[k].ids = NULL;
                 s->fin[k].align = NULL;
             } else { /* a vocabulary smaller than the beam: fewer distinct hypotheses */
-                h->ids = malloc(sizeof(int32_t));
+                h->ids = tsr_malloc(sizeof(int32_t));
                 h->len = 0;
                 h->score = -INFINITY;
                 if (!h->ids)
                     return TESSERA_ERR_NOMEM;
-                if (b->o->return_alignments && !(h->alignment = malloc(sizeof(int32_t))))
+                if (b->o->return_alignments && !(h->alignment = tsr_malloc(sizeof(int32_t))))
                     return TESSERA_ERR_NOMEM;
             }
         }
@@ -374,17 +374,17 @@ static int output(search *b, tessera_hypothesis *out)
 static int init(search *b, char *err, size_t err_len)
 {
     size_t N = b->N, n = b->n;
-    b->sent = calloc(n, sizeof *b->sent);
-    b->live_pool = calloc(n * N, sizeof *b->live_pool);
-    b->cands = malloc(N * 2 * N * sizeof *b->cands);
-    b->tops = malloc(n * N * 2 * N * sizeof *b->tops);
-    b->n_top = malloc(n * N * sizeof *b->n_top);
-    b->row_hyp = malloc(n * N * sizeof *b->row_hyp);
-    b->row_score = malloc(n * N * sizeof *b->row_score);
-    b->seqs = malloc(n * N * sizeof *b->seqs);
-    b->next = malloc(n * N * sizeof *b->next);
-    b->next_hyps = malloc(N * sizeof *b->next_hyps);
-    b->parent_slot = malloc(N * sizeof *b->parent_slot);
+    b->sent = tsr_calloc(n, sizeof *b->sent);
+    b->live_pool = tsr_calloc(n * N, sizeof *b->live_pool);
+    b->cands = tsr_malloc(N * 2 * N * sizeof *b->cands);
+    b->tops = tsr_malloc(n * N * 2 * N * sizeof *b->tops);
+    b->n_top = tsr_malloc(n * N * sizeof *b->n_top);
+    b->row_hyp = tsr_malloc(n * N * sizeof *b->row_hyp);
+    b->row_score = tsr_malloc(n * N * sizeof *b->row_score);
+    b->seqs = tsr_malloc(n * N * sizeof *b->seqs);
+    b->next = tsr_malloc(n * N * sizeof *b->next);
+    b->next_hyps = tsr_malloc(N * sizeof *b->next_hyps);
+    b->parent_slot = tsr_malloc(N * sizeof *b->parent_slot);
     if (!b->sent || !b->live_pool || !b->cands || !b->tops || !b->n_top || !b->row_hyp ||
         !b->row_score || !b->seqs || !b->next || !b->next_hyps ||
         !b->parent_slot ||
@@ -394,10 +394,10 @@ static int init(search *b, char *err, size_t err_len)
         sentence *s = &b->sent[si];
         s->live = b->live_pool + si * N;
         for (int t = 0; t < 2; t++) {
-            if (!(s->tokens[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
+            if (!(s->tokens[t] = tsr_malloc((N * b->limit + 1) * sizeof(int32_t))))
                 return tsr_fail_oom(err, err_len, "out of memory for beam search");
             if (b->o->return_alignments &&
-                !(s->align[t] = malloc((N * b->limit + 1) * sizeof(int32_t))))
+                !(s->align[t] = tsr_malloc((N * b->limit + 1) * sizeof(int32_t))))
                 return tsr_fail_oom(err, err_len, "out of memory for beam search");
         }
         s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0],
@@ -416,26 +416,26 @@ static void release(search *b)
         for (size_t si = 0; si < b->n; si++) {
             sentence *s = &b->sent[si];
             for (size_t f = 0; f < s->n_fin; f++) {
-                free(s->fin[f].ids);
-                free(s->fin[f].align);
+                tsr_free(s->fin[f].ids);
+                tsr_free(s->fin[f].align);
             }
-            free(s->fin);
-            free(s->tokens[0]);
-            free(s->tokens[1]);
-            free(s->align[0]);
-            free(s->align[1]);
+            tsr_free(s->fin);
+            tsr_free(s->tokens[0]);
+            tsr_free(s->tokens[1]);
+            tsr_free(s->align[0]);
+            tsr_free(s->align[1]);
         }
-    free(b->sent);
-    free(b->live_pool);
-    free(b->cands);
-    free(b->tops);
-    free(b->n_top);
-    free(b->row_hyp);
-    free(b->row_score);
-    free(b->seqs);
-    free(b->next);
-    free(b->next_hyps);
-    free(b->parent_slot);
+    tsr_free(b->sent);
+    tsr_free(b->live_pool);
+    tsr_free(b->cands);
+    tsr_free(b->tops);
+    tsr_free(b->n_top);
+    tsr_free(b->row_hyp);
+    tsr_free(b->row_score);
+    tsr_free(b->seqs);
+    tsr_free(b->next);
+    tsr_free(b->next_hyps);
+    tsr_free(b->parent_slot);
     tsr_buffer_free(&b->logits);
 }
 

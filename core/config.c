@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/json_kind.h"
+#include "core/memory.h"
 
 /* Far beyond any real Transformer, small enough that products of two sizes
  * cannot overflow on 64-bit targets (the 32-bit case is checked below). */
@@ -176,6 +177,8 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
     tsr_config_defaults(cfg);
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!root && tsr_json_out_of_memory(&jerr))
+        return tsr_fail_oom(err, err_len, "out of memory parsing it");
     if (!root)
         return tsr_fail(err, err_len, "not valid JSON: %s (line %d, column %d)", jerr.text,
                         jerr.line, jerr.column);
@@ -211,18 +214,18 @@ static char *read_whole_file(const char *path, size_t *len, int *rc, char *err, 
         return NULL;
     }
     size_t cap = 4096, used = 0;
-    char *buf = malloc(cap);
+    char *buf = tsr_malloc(cap);
     while (buf) {
         if (used == cap) {
             if (cap >= MAX_CONFIG_BYTES) {
                 *rc = tsr_fail(err, err_len, "%s: too large for a config file", path);
-                free(buf);
+                tsr_free(buf);
                 fclose(f);
                 return NULL;
             }
-            char *bigger = realloc(buf, cap * 2);
+            char *bigger = tsr_realloc(buf, cap * 2);
             if (!bigger) {
-                free(buf);
+                tsr_free(buf);
                 buf = NULL;
                 break;
             }
@@ -238,7 +241,7 @@ static char *read_whole_file(const char *path, size_t *len, int *rc, char *err, 
         *rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
     } else if (ferror(f)) {
         *rc = tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(errno));
-        free(buf);
+        tsr_free(buf);
         buf = NULL;
     }
     fclose(f);
@@ -254,7 +257,7 @@ int tsr_config_load(const char *path, tessera_config *cfg, char *err, size_t err
     if (!text)
         return rc;
     rc = tsr_config_parse(text, len, cfg, err, err_len);
-    free(text);
+    tsr_free(text);
     if (rc != 0)
         return tsr_fail_prefix(rc, err, err_len, path);
     return 0;

@@ -12,6 +12,7 @@
 
 #include "core/alignment.h"
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/ops.h"
 
 int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
@@ -20,7 +21,7 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
     const tessera_model *m = ex->m;
     size_t L = (size_t)m->cfg.n_decoder_layers, d = m->d;
     cm->src = src;
-    cm->kv = calloc(L, sizeof *cm->kv);
+    cm->kv = tsr_calloc(L, sizeof *cm->kv);
     if (!cm->kv)
         return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
     for (size_t l = 0; l < L; l++) {
@@ -42,7 +43,7 @@ void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm)
     if (cm->kv)
         for (int l = 0; l < m->cfg.n_decoder_layers; l++)
             tsr_free(cm->kv[l]);
-    free(cm->kv);
+    tsr_free(cm->kv);
     cm->kv = NULL;
 }
 
@@ -66,9 +67,9 @@ void tsr_decoder_free(tsr_decoder *dec)
     tsr_buffer_free(&dec->qkv);
     tsr_buffer_free(&dec->attn);
     tsr_buffer_free(&dec->scratch);
-    free(dec->jobs);
-    free(dec->row0);
-    free(dec->alignment);
+    tsr_free(dec->jobs);
+    tsr_free(dec->row0);
+    tsr_free(dec->alignment);
     tsr_buffer_free(&dec->alignment_work);
     dec->jobs = NULL;
     dec->row0 = NULL;
@@ -93,10 +94,10 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
         tsr_buffer_reserve(&dec->scratch, tsr_op_ffn_scratch_floats(dec->ex)))
         return TESSERA_ERR_NOMEM;
     if (n > dec->jobs_cap) {
-        tsr_attention_job *jobs = realloc(dec->jobs, n * sizeof *jobs);
+        tsr_attention_job *jobs = tsr_realloc(dec->jobs, n * sizeof *jobs);
         if (jobs)
             dec->jobs = jobs;
-        size_t *row0 = realloc(dec->row0, n * sizeof *row0);
+        size_t *row0 = tsr_realloc(dec->row0, n * sizeof *row0);
         if (row0)
             dec->row0 = row0;
         if (!jobs || !row0)
@@ -104,7 +105,7 @@ static int reserve(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, size_
         dec->jobs_cap = n;
     }
     if (dec->want_alignments && rows > dec->alignment_cap) {
-        int32_t *a = realloc(dec->alignment, rows * sizeof *a);
+        int32_t *a = tsr_realloc(dec->alignment, rows * sizeof *a);
         if (!a)
             return TESSERA_ERR_NOMEM;
         dec->alignment = a;

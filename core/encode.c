@@ -29,7 +29,7 @@ static int encode_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
     const size_t d = ex->m->d;
     for (size_t first = 0; first < j->n; first += j->batch) {
         size_t count = j->n - first < j->batch ? j->n - first : j->batch;
-        size_t *row0 = calloc(count + 1, sizeof *row0), *len = calloc(count + 1, sizeof *len);
+        size_t *row0 = tsr_calloc(count + 1, sizeof *row0), *len = tsr_calloc(count + 1, sizeof *len);
         tsr_packing p = {.n = count, .row0 = row0, .len = len};
         float *memory = NULL;
         int rc = 0;
@@ -48,8 +48,8 @@ static int encode_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
         for (size_t i = 0; rc == 0 && i < count; i++)
             memcpy(j->out[first + i], memory + row0[i] * d, len[i] * d * sizeof(float));
         tsr_free(memory);
-        free(row0);
-        free(len);
+        tsr_free(row0);
+        tsr_free(len);
         TSR_TRY(rc);
     }
     return 0;
@@ -67,11 +67,11 @@ int tessera_encode_with(tessera_runtime *rt, const tessera_model *m, const tesse
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
                              0, err, err_len));
-    float **vectors = calloc(n + 1, sizeof *vectors);
+    float **vectors = tsr_calloc(n + 1, sizeof *vectors);
     if (!vectors)
         return tsr_fail_oom(err, err_len, "out of memory for %zu encodings", n);
     for (size_t i = 0; i < n; i++)
-        if (!(vectors[i] = malloc(src[i].len * m->d * sizeof(float)))) {
+        if (!(vectors[i] = tsr_malloc(src[i].len * m->d * sizeof(float)))) {
             tessera_encodings_free(vectors, n);
             return tsr_fail_oom(err, err_len, "out of memory for %zu encodings", n);
         }

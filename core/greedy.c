@@ -35,9 +35,9 @@ static void finish(const tessera_translate_options *o, const greedy_state *g, si
                    int ended_with_eos, tessera_hypothesis *out)
 {
     size_t n_tokens = g->len[s] + (ended_with_eos ? 1 : 0);
-    out[s].ids = malloc((g->len[s] + 1) * sizeof(int32_t));
+    out[s].ids = tsr_malloc((g->len[s] + 1) * sizeof(int32_t));
     if (g->align)
-        out[s].alignment = malloc((g->len[s] + 1) * sizeof(int32_t));
+        out[s].alignment = tsr_malloc((g->len[s] + 1) * sizeof(int32_t));
     out[s].len = g->len[s];
     out[s].score = g->logprob[s];
     if (o->length_penalty != 0.0f && n_tokens > 0)
@@ -159,12 +159,12 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
     tsr_decoder dec;
     tsr_buffer logits = {0};
     greedy_state g = {
-        .ids = malloc((n * limit + 1) * sizeof(int32_t)),
-        .len = calloc(n, sizeof(size_t)),
-        .logprob = calloc(n, sizeof(double)),
-        .seqs = malloc(n * sizeof(tsr_decode_seq)),
-        .next = malloc(n * sizeof(int32_t)),
-        .step_logprob = malloc(n * sizeof(float)),
+        .ids = tsr_malloc((n * limit + 1) * sizeof(int32_t)),
+        .len = tsr_calloc(n, sizeof(size_t)),
+        .logprob = tsr_calloc(n, sizeof(double)),
+        .seqs = tsr_malloc(n * sizeof(tsr_decode_seq)),
+        .next = tsr_malloc(n * sizeof(int32_t)),
+        .step_logprob = tsr_malloc(n * sizeof(float)),
         .prefix = in->prefix,
         .sampling = o->sampling_topk != 1,
         .sampler = {(size_t)o->sampling_topk, o->sampling_topp, o->sampling_temperature},
@@ -173,11 +173,11 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
     g.plain = !g.prefix && !g.rules.active && !g.sampling;
     int rc, sampling_oom = 0;
     if (o->return_alignments)
-        g.align = malloc((n * limit + 1) * sizeof(int32_t));
+        g.align = tsr_malloc((n * limit + 1) * sizeof(int32_t));
     if (g.sampling) {
-        g.key = malloc(n * sizeof *g.key);
-        g.draws = calloc(n, sizeof *g.draws);
-        g.scratch = malloc(n * V * sizeof *g.scratch);
+        g.key = tsr_malloc(n * sizeof *g.key);
+        g.draws = tsr_calloc(n, sizeof *g.draws);
+        g.scratch = tsr_malloc(n * V * sizeof *g.scratch);
         sampling_oom = !g.key || !g.draws || !g.scratch;
         for (size_t s = 0; !sampling_oom && s < n; s++)
             g.key[s] = tsr_sample_key(o->seed, in->first_index + s);
@@ -200,15 +200,15 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
     tsr_source_batch_free(m, &sb);
 free_state:
     tsr_buffer_free(&logits);
-    free(g.ids);
-    free(g.len);
-    free(g.logprob);
-    free(g.seqs);
-    free(g.next);
-    free(g.step_logprob);
-    free(g.align);
-    free(g.key);
-    free(g.draws);
-    free(g.scratch);
+    tsr_free(g.ids);
+    tsr_free(g.len);
+    tsr_free(g.logprob);
+    tsr_free(g.seqs);
+    tsr_free(g.next);
+    tsr_free(g.step_logprob);
+    tsr_free(g.align);
+    tsr_free(g.key);
+    tsr_free(g.draws);
+    tsr_free(g.scratch);
     return rc;
 }

@@ -14,3 +14,8 @@ const char *tsr_json_kind(const json_t *v)
     }
     return "an unknown JSON value";
 }
+
+int tsr_json_out_of_memory(const json_error_t *e)
+{
+    return json_error_code(e) == json_error_out_of_memory || e->text[0] == '\0';
+}

@@ -11,9 +11,9 @@ int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d
     c->n_slots = n_slots;
     c->n_layers = n_layers;
     c->d = d;
-    c->rows = calloc(n_slots * n_layers, sizeof *c->rows);
-    c->cap = calloc(n_slots, sizeof *c->cap);
-    c->len = calloc(n_slots, sizeof *c->len);
+    c->rows = tsr_calloc(n_slots * n_layers, sizeof *c->rows);
+    c->cap = tsr_calloc(n_slots, sizeof *c->cap);
+    c->len = tsr_calloc(n_slots, sizeof *c->len);
     if (!c->rows || !c->cap || !c->len) {
         tsr_kv_cache_free(c);
         return TESSERA_ERR_NOMEM;
@@ -26,9 +26,9 @@ void tsr_kv_cache_free(tsr_kv_cache *c)
     if (c->rows)
         for (size_t i = 0; i < c->n_slots * c->n_layers; i++)
             tsr_free(c->rows[i]);
-    free(c->rows);
-    free(c->cap);
-    free(c->len);
+    tsr_free(c->rows);
+    tsr_free(c->cap);
+    tsr_free(c->len);
     memset(c, 0, sizeof *c);
 }
 

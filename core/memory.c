@@ -2,8 +2,75 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/tessera.h"
+
+#ifdef TSR_ALLOC_FAULTS
+#include <stdatomic.h>
+
+static atomic_long fail_at = -1;      /* the attempt that fails; -1: none */
+static atomic_int fail_on;            /* nonzero: every attempt from fail_at on fails */
+static atomic_long attempts;          /* attempts since arming */
+static atomic_long live;              /* blocks held */
+static atomic_int fired;              /* an attempt failed since arming */
+
+void tsr_alloc_faults_arm(long n, int persistent)
+{
+    atomic_store(&attempts, 0);
+    atomic_store(&fired, 0);
+    atomic_store(&fail_on, persistent);
+    atomic_store(&fail_at, n);
+}
+
+long tsr_alloc_faults_attempts(void) { return atomic_load(&attempts); }
+long tsr_alloc_faults_live(void) { return atomic_load(&live); }
+int tsr_alloc_faults_fired(void) { return atomic_load(&fired); }
+
+/* Whether this attempt is to fail (and counts it). */
+static int fault(void)
+{
+    long n = atomic_fetch_add(&attempts, 1);
+    long at = atomic_load(&fail_at);
+    if (at < 0 || n < at || (n > at && !atomic_load(&fail_on)))
+        return 0;
+    atomic_store(&fired, 1);
+    return 1;
+}
+
+static void *held(void *p)
+{
+    if (p)
+        atomic_fetch_add(&live, 1);
+    return p;
+}
+#else
+static inline int fault(void) { return 0; }
+static inline void *held(void *p) { return p; }
+#endif
+
+void *tsr_malloc(size_t bytes) { return fault() ? NULL : held(malloc(bytes ? bytes : 1)); }
+
+void *tsr_calloc(size_t n, size_t size)
+{
+    return fault() ? NULL : held(calloc(n ? n : 1, size ? size : 1));
+}
+
+void *tsr_realloc(void *p, size_t bytes)
+{
+    if (!p)
+        return tsr_malloc(bytes);
+    return fault() ? NULL : realloc(p, bytes ? bytes : 1);
+}
+
+char *tsr_strdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+    char *copy = tsr_malloc(len);
+    if (copy)
+        memcpy(copy, s, len);
+    return copy;
+}
 
 void *tsr_alloc(size_t n, size_t size)
 {
@@ -21,12 +88,19 @@ void *tsr_alloc(size_t n, size_t size)
         return NULL;
     bytes = (bytes + TSR_ALIGN - 1) / TSR_ALIGN * TSR_ALIGN + TSR_ALIGN;
     void *p = NULL;
-    if (posix_memalign(&p, TSR_ALIGN, bytes) != 0)
+    if (fault() || posix_memalign(&p, TSR_ALIGN, bytes) != 0)
         return NULL;
-    return p;
+    return held(p);
 }
 
-void tsr_free(void *p) { free(p); }
+void tsr_free(void *p)
+{
+#ifdef TSR_ALLOC_FAULTS
+    if (p)
+        atomic_fetch_sub(&live, 1);
+#endif
+    free(p);
+}
 
 int tsr_buffer_reserve(tsr_buffer *b, size_t n)
 {

@@ -1,4 +1,9 @@
-/* Aligned allocation for activations and packed weights. */
+/* The library's one place for memory: every allocation it makes goes
+ * through these functions and every release through tsr_free, so that a
+ * test build can make any chosen allocation fail and count what is still
+ * held (TSR_ALLOC_FAULTS, below). Memory from any of them, and NULL, may be
+ * passed to tsr_free. Outside libraries (jansson, hwloc, libgomp) allocate
+ * on their own. */
 #ifndef TSR_CORE_MEMORY_H
 #define TSR_CORE_MEMORY_H
 
@@ -10,6 +15,14 @@
  * Release with tsr_free. */
 void *tsr_alloc(size_t n, size_t size);
 void tsr_free(void *p);
+
+/* malloc, calloc, realloc and strdup through the one place: the same
+ * contracts (calloc checks n * size for overflow; realloc's old block stays
+ * valid when it fails). */
+void *tsr_malloc(size_t bytes);
+void *tsr_calloc(size_t n, size_t size);
+void *tsr_realloc(void *p, size_t bytes);
+char *tsr_strdup(const char *s);
 
 /* n floats, 64-byte aligned; NULL on failure. */
 static inline float *tsr_alloc_floats(size_t n) { return (float *)tsr_alloc(n, sizeof(float)); }
@@ -25,5 +38,19 @@ typedef struct tsr_buffer {
  * TESSERA_ERR_NOMEM on allocation failure. */
 int tsr_buffer_reserve(tsr_buffer *b, size_t n);
 void tsr_buffer_free(tsr_buffer *b);
+
+#ifdef TSR_ALLOC_FAULTS
+/* Fault injection, compiled only into the tests' library (libtessera-test):
+ * after tsr_alloc_faults_arm(n, persistent), allocation number n (counting
+ * from 0) fails, and with `persistent` every one after it too; n < 0 fails
+ * none. Either way the calls count what they see: allocations asked for
+ * since arming, and the blocks held (every successful allocation since the
+ * process started minus every release of one: a leak shows as a balance
+ * that does not come back). Safe from several threads. */
+void tsr_alloc_faults_arm(long n, int persistent);
+long tsr_alloc_faults_attempts(void);
+long tsr_alloc_faults_live(void);
+int tsr_alloc_faults_fired(void);
+#endif
 
 #endif

@@ -28,7 +28,7 @@ static void *model_alloc(tessera_model *m, size_t floats)
 {
     if (m->n_blocks == m->cap_blocks) {
         size_t cap = m->cap_blocks ? 2 * m->cap_blocks : 64;
-        void **blocks = realloc(m->blocks, cap * sizeof *blocks);
+        void **blocks = tsr_realloc(m->blocks, cap * sizeof *blocks);
         if (!blocks)
             return NULL;
         m->blocks = blocks;
@@ -364,8 +364,8 @@ static int place_weights(tessera_model *m, const char *numa, char *err, size_t e
     tsr_placement plan;
     TSR_TRY(copies_plan(bytes, numa, &topo, &plan, err, err_len));
     int rc = 0, n = plan.n_copies;
-    m->replicas = calloc((size_t)n, sizeof *m->replicas);
-    m->replica_node = calloc((size_t)n, sizeof *m->replica_node);
+    m->replicas = tsr_calloc((size_t)n, sizeof *m->replicas);
+    m->replica_node = tsr_calloc((size_t)n, sizeof *m->replica_node);
     if (!m->replicas || !m->replica_node) {
         rc = tsr_fail_oom(err, err_len, "out of memory placing the weights");
         goto done;
@@ -377,7 +377,7 @@ static int place_weights(tessera_model *m, const char *numa, char *err, size_t e
         m->n_replicas = 1;
         goto done;
     }
-    m->replica_blocks = calloc((size_t)n, sizeof *m->replica_blocks);
+    m->replica_blocks = tsr_calloc((size_t)n, sizeof *m->replica_blocks);
     if (!m->replica_blocks) {
         rc = tsr_fail_oom(err, err_len, "out of memory placing the weights");
         goto done;
@@ -414,8 +414,8 @@ static int build_all(builder *b)
 {
     tessera_model *m = b->m;
     size_t n_enc = (size_t)m->cfg.n_encoder_layers, n_dec = (size_t)m->cfg.n_decoder_layers;
-    m->enc = calloc(n_enc, sizeof *m->enc);
-    m->dec = calloc(n_dec, sizeof *m->dec);
+    m->enc = tsr_calloc(n_enc, sizeof *m->enc);
+    m->dec = tsr_calloc(n_dec, sizeof *m->dec);
     if (!m->enc || (n_dec > 0 && !m->dec))
         return out_of_memory(b, "layers");
     TSR_TRY(fetch_embeddings(b));
@@ -435,7 +435,7 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
                     tessera_model **out, char *err, size_t err_len)
 {
     *out = NULL;
-    tessera_model *m = calloc(1, sizeof *m);
+    tessera_model *m = tsr_calloc(1, sizeof *m);
     if (!m)
         return tsr_fail_oom(err, err_len, "out of memory for the model");
     m->cfg = *cfg;
@@ -479,14 +479,14 @@ void tessera_model_free(tessera_model *m)
     if (m->replica_blocks)
         for (int c = 0; c < m->n_replicas; c++)
             tsr_numa_free(&m->replica_blocks[c]);
-    free(m->replica_blocks);
-    free(m->replicas);
-    free(m->replica_node);
+    tsr_free(m->replica_blocks);
+    tsr_free(m->replicas);
+    tsr_free(m->replica_node);
     tsr_free(m->arena);
-    free(m->blocks);
-    free(m->enc);
-    free(m->dec);
-    free(m);
+    tsr_free(m->blocks);
+    tsr_free(m->enc);
+    tsr_free(m->dec);
+    tsr_free(m);
 }
 
 const tessera_config *tessera_model_config(const tessera_model *m) { return &m->cfg; }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/model.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
@@ -243,9 +244,9 @@ static void release(tessera_runtime *rt)
     pthread_cond_destroy(&rt->cond);
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->call_lock);
-    free(rt->copy_of_thread);
+    tsr_free(rt->copy_of_thread);
     tsr_placement_free(&rt->plan);
-    free(rt);
+    tsr_free(rt);
 }
 
 int tessera_runtime_create(const tessera_runtime_options *options, tessera_runtime **out,
@@ -268,22 +269,22 @@ int tessera_runtime_create(const tessera_runtime_options *options, tessera_runti
         return tsr_fail(err, err_len, "threads %d: expected 1 to 4096, or 0 for the default",
                         o.threads);
 
-    tessera_runtime *rt = calloc(1, sizeof *rt);
+    tessera_runtime *rt = tsr_calloc(1, sizeof *rt);
     if (!rt)
         return tsr_fail_oom(err, err_len, "out of memory for a runtime");
     int rc = make_plan(&o, rt, err, err_len);
     if (rc != 0) {
-        free(rt);
+        tsr_free(rt);
         return rc;
     }
     rt->threads = rt->plan.threads_per_worker;
     rt->worker = o.worker;
     rt->first = o.worker * rt->threads;
     rt->bind = rt->plan.bound && rt->topo && rt->topo->this_system;
-    rt->copy_of_thread = calloc((size_t)rt->threads, sizeof *rt->copy_of_thread);
+    rt->copy_of_thread = tsr_calloc((size_t)rt->threads, sizeof *rt->copy_of_thread);
     if (!rt->copy_of_thread) {
         tsr_placement_free(&rt->plan);
-        free(rt);
+        tsr_free(rt);
         return tsr_fail_oom(err, err_len, "out of memory for a runtime");
     }
     pthread_mutex_init(&rt->call_lock, NULL);

@@ -19,6 +19,7 @@
 
 #include "core/errors.h"
 #include "core/json_kind.h"
+#include "core/memory.h"
 
 /* The file opens with the header length as a little-endian u64. */
 #define HEADER_LEN_BYTES 8
@@ -295,10 +296,10 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
 {
     size_t n = json_object_size(root);
     /* One spare slot so that an empty header still gets a real allocation. */
-    st->tensors = calloc(n + 1, sizeof *st->tensors);
-    byte_span *spans = calloc(n + 1, sizeof *spans);
+    st->tensors = tsr_calloc(n + 1, sizeof *st->tensors);
+    byte_span *spans = tsr_calloc(n + 1, sizeof *spans);
     if (!st->tensors || !spans) {
-        free(spans);
+        tsr_free(spans);
         return tsr_fail_oom(err, err_len, "out of memory reading the header (%zu entries)", n);
     }
     const char *key;
@@ -311,7 +312,7 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
             tsr_tensor_info *t = &st->tensors[st->n_tensors];
             byte_span *span = &spans[st->n_tensors];
             span->tensor = st->n_tensors++;
-            t->name = strdup(key);
+            t->name = tsr_strdup(key);
             rc = t->name ? parse_entry(key, value, data, data_len, t, span, err, err_len)
                          : tsr_fail_oom(err, err_len, "out of memory");
         }
@@ -320,7 +321,7 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
     }
     if (rc == 0)
         rc = check_overlaps(spans, st->n_tensors, st->tensors, err, err_len);
-    free(spans);
+    tsr_free(spans);
     if (rc == 0)
         qsort(st->tensors, st->n_tensors, sizeof *st->tensors, compare_tensor_names);
     return rc;
@@ -343,6 +344,9 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
      * top-level value is decoded so that the error can say what it was. */
     json_t *root = json_loadb((const char *)bytes + HEADER_LEN_BYTES, (size_t)header_len,
                               JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!root && tsr_json_out_of_memory(&jerr))
+        return tsr_fail_oom(err, err_len, "out of memory parsing the header (%" PRIu64 " bytes)",
+                            header_len);
     if (!root)
         return tsr_fail(err, err_len, "header is not valid JSON: %s (line %d, column %d)",
                         jerr.text, jerr.line, jerr.column);
@@ -377,8 +381,8 @@ const tsr_tensor_info *tsr_safetensors_find(const tsr_safetensors *st, const cha
 void tsr_safetensors_close(tsr_safetensors *st)
 {
     for (size_t i = 0; i < st->n_tensors; i++)
-        free(st->tensors[i].name);
-    free(st->tensors);
+        tsr_free(st->tensors[i].name);
+    tsr_free(st->tensors);
     if (st->map)
         munmap(st->map, st->map_len);
     memset(st, 0, sizeof *st);

@@ -44,10 +44,10 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
     size_t V = (size_t)m->cfg.tgt_vocab_size, rows = 0;
     for (size_t i = 0; i < n; i++)
         rows += tgt[i].len + 1;
-    int32_t *tokens = malloc(rows * sizeof *tokens);
-    int32_t *targets = malloc(rows * sizeof *targets);
-    float *flat = malloc(rows * sizeof *flat);
-    tsr_decode_seq *seqs = malloc(n * sizeof *seqs);
+    int32_t *tokens = tsr_malloc(rows * sizeof *tokens);
+    int32_t *targets = tsr_malloc(rows * sizeof *targets);
+    float *flat = tsr_malloc(rows * sizeof *flat);
+    tsr_decode_seq *seqs = tsr_malloc(n * sizeof *seqs);
     float *logits = tsr_alloc_floats(GENERATOR_ROWS * V);
     int rc;
     if (!tokens || !targets || !flat || !seqs || !logits) {
@@ -81,10 +81,10 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
     for (size_t i = 0, r0 = 0; rc == 0 && i < n; r0 += tgt[i].len + 1, i++)
         memcpy(out[i], flat + r0, (tgt[i].len + 1) * sizeof(float));
 done:
-    free(tokens);
-    free(targets);
-    free(flat);
-    free(seqs);
+    tsr_free(tokens);
+    tsr_free(targets);
+    tsr_free(flat);
+    tsr_free(seqs);
     tsr_free(logits);
     return rc;
 }
@@ -94,8 +94,8 @@ void tessera_scores_free(float **scores, size_t n)
     if (!scores)
         return;
     for (size_t i = 0; i < n; i++)
-        free(scores[i]);
-    free(scores);
+        tsr_free(scores[i]);
+    tsr_free(scores);
 }
 
 void tessera_score_options_init(tessera_score_options *o)
@@ -141,11 +141,11 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
             return tsr_fail(err, err_len,
                             "target %zu: %zu tokens: BOS + target is longer than max_positions (%d)",
                             i + 1, tgt[i].len, m->cfg.max_positions);
-    float **scores = calloc(n + 1, sizeof *scores);
+    float **scores = tsr_calloc(n + 1, sizeof *scores);
     if (!scores)
         return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
     for (size_t i = 0; i < n; i++)
-        if (!(scores[i] = malloc((tgt[i].len + 1) * sizeof(float)))) {
+        if (!(scores[i] = tsr_malloc((tgt[i].len + 1) * sizeof(float)))) {
             tessera_scores_free(scores, n);
             return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
         }

@@ -61,8 +61,8 @@ int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_
     const tessera_model *m = ex->m;
     memset(b, 0, sizeof *b);
     b->packing.n = n;
-    b->packing.row0 = calloc(n, sizeof(size_t));
-    b->packing.len = calloc(n, sizeof(size_t));
+    b->packing.row0 = tsr_calloc(n, sizeof(size_t));
+    b->packing.len = tsr_calloc(n, sizeof(size_t));
     if (!b->packing.row0 || !b->packing.len)
         goto oom;
     for (size_t i = 0; i < n; i++) {
@@ -88,8 +88,8 @@ void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b)
 {
     tsr_cross_memory_free(m, &b->cross);
     tsr_free(b->memory);
-    free(b->packing.row0);
-    free(b->packing.len);
+    tsr_free(b->packing.row0);
+    tsr_free(b->packing.len);
     memset(b, 0, sizeof *b);
 }
 
@@ -165,10 +165,10 @@ void tessera_hypotheses_free(tessera_hypothesis *h, size_t count)
     if (!h)
         return;
     for (size_t i = 0; i < count; i++) {
-        free(h[i].ids);
-        free(h[i].alignment);
+        tsr_free(h[i].ids);
+        tsr_free(h[i].alignment);
     }
-    free(h);
+    tsr_free(h);
 }
 
 typedef struct translate_job {
@@ -208,7 +208,7 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
     if (o->target_prefix)
         TSR_TRY(check_prefixes(m, o, n, err, err_len));
     size_t per = (size_t)o->n_best;
-    tessera_hypothesis *h = calloc(n * per + 1, sizeof *h);
+    tessera_hypothesis *h = tsr_calloc(n * per + 1, sizeof *h);
     if (!h)
         return tsr_fail_oom(err, err_len, "out of memory for %zu hypotheses", n * per);
     translate_job job = {src, n, o, h};

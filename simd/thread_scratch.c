@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/memory.h"
+
 typedef struct scratch {
     void *p[TSR_SCRATCH_SLOTS];
     size_t cap[TSR_SCRATCH_SLOTS];
@@ -19,8 +21,8 @@ static void scratch_free(void *v)
 {
     scratch *s = v;
     for (int i = 0; i < TSR_SCRATCH_SLOTS; i++)
-        free(s->p[i]);
-    free(s);
+        tsr_free(s->p[i]);
+    tsr_free(s);
 }
 
 static void key_create(void)
@@ -35,20 +37,20 @@ void *tsr_thread_scratch(tsr_scratch_slot slot, size_t bytes)
         return NULL;
     scratch *s = pthread_getspecific(key);
     if (!s) {
-        s = calloc(1, sizeof *s);
+        s = tsr_calloc(1, sizeof *s);
         if (!s)
             return NULL;
         if (pthread_setspecific(key, s) != 0) {
-            free(s);
+            tsr_free(s);
             return NULL;
         }
     }
     if (s->cap[slot] < bytes) {
-        void *p = NULL;
-        free(s->p[slot]);
+        tsr_free(s->p[slot]);
         s->p[slot] = NULL;
         s->cap[slot] = 0;
-        if (bytes > SIZE_MAX - 63 || posix_memalign(&p, 64, (bytes + 63) / 64 * 64) != 0)
+        void *p = tsr_alloc(bytes, 1);
+        if (!p)
             return NULL;
         s->p[slot] = p;
         s->cap[slot] = bytes;

@@ -158,12 +158,12 @@ int tsr_numa_alloc_copy(const tsr_topology *topo, const tsr_placement *plan, int
         return tsr_numa_alloc_on_node(topo, c->node, bytes, out, err, err_len);
     if (c->kind == TSR_COPY_PLAIN)
         return tsr_numa_alloc_plain(bytes, out, err, err_len);
-    int *nodes = malloc((size_t)plan->n_groups * sizeof *nodes);
+    int *nodes = tsr_malloc((size_t)plan->n_groups * sizeof *nodes);
     if (!nodes)
         return tsr_fail_oom(err, err_len, "out of memory allocating %zu bytes", bytes);
     for (int g = 0; g < plan->n_groups; g++)
         nodes[g] = plan->groups[g].node;
     int rc = tsr_numa_alloc_interleaved(topo, nodes, plan->n_groups, bytes, out, err, err_len);
-    free(nodes);
+    tsr_free(nodes);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/memory.h"
 #include "core/text.h"
 #include "threads/threads.h"
 
@@ -35,9 +36,9 @@ int tsr_numa_policy_parse(const char *name, tsr_numa_policy *policy, char *err, 
 
 void tsr_placement_free(tsr_placement *plan)
 {
-    free(plan->threads);
-    free(plan->groups);
-    free(plan->copies);
+    tsr_free(plan->threads);
+    tsr_free(plan->groups);
+    tsr_free(plan->copies);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -51,9 +52,9 @@ static int plan_alloc(tsr_placement *plan, int n_threads, int n_groups, int n_co
         plan->n_workers = 1;
         plan->threads_per_worker = n_threads;
     }
-    plan->threads = calloc((size_t)n_threads, sizeof *plan->threads);
-    plan->groups = calloc((size_t)n_groups, sizeof *plan->groups);
-    plan->copies = calloc((size_t)n_copies, sizeof *plan->copies);
+    plan->threads = tsr_calloc((size_t)n_threads, sizeof *plan->threads);
+    plan->groups = tsr_calloc((size_t)n_groups, sizeof *plan->groups);
+    plan->copies = tsr_calloc((size_t)n_copies, sizeof *plan->copies);
     if (plan->threads && plan->groups && plan->copies)
         return 0;
     tsr_placement_free(plan);
@@ -260,7 +261,7 @@ static int make_copies(tsr_placement *plan, char *err, size_t err_len)
 {
     int n = plan->policy == TSR_NUMA_REPLICATE ? plan->n_groups : 1;
     plan->n_copies = n;
-    plan->copies = calloc((size_t)n, sizeof *plan->copies);
+    plan->copies = tsr_calloc((size_t)n, sizeof *plan->copies);
     if (!plan->copies)
         return tsr_fail_oom(err, err_len, "placement: out of memory");
     for (int g = 0; g < plan->n_groups; g++) {
@@ -337,7 +338,7 @@ static void write_notes(const tsr_topology *topo, tsr_placement *plan, int use_s
  * to nodes; else 1. */
 static int worker_unit(const tsr_topology *topo, int per, int by_pus)
 {
-    int *room = calloc((size_t)topo->n_nodes, sizeof *room);
+    int *room = tsr_calloc((size_t)topo->n_nodes, sizeof *room);
     if (!room)
         return 1;
     for (int c = 0; c < topo->n_cores; c++)
@@ -347,7 +348,7 @@ static int worker_unit(const tsr_topology *topo, int per, int by_pus)
     for (int k = 0; k < topo->n_nodes; k++)
         if (room[k] > 0 && room[k] < per)
             unit = 1;
-    free(room);
+    tsr_free(room);
     return unit;
 }
 
@@ -355,11 +356,11 @@ static int worker_unit(const tsr_topology *topo, int per, int by_pus)
  * node's PUs; groups in node order. */
 static int place_threads(const tsr_topology *topo, tsr_placement *plan, int by_pus, int unit)
 {
-    int *weight = calloc((size_t)topo->n_nodes, sizeof *weight);
-    int *share = calloc((size_t)topo->n_nodes, sizeof *share);
-    int *scratch = calloc((size_t)topo->n_cores, sizeof *scratch);
-    slot *slots = calloc((size_t)plan->n_threads, sizeof *slots);
-    plan->groups = calloc((size_t)topo->n_nodes, sizeof *plan->groups);
+    int *weight = tsr_calloc((size_t)topo->n_nodes, sizeof *weight);
+    int *share = tsr_calloc((size_t)topo->n_nodes, sizeof *share);
+    int *scratch = tsr_calloc((size_t)topo->n_cores, sizeof *scratch);
+    slot *slots = tsr_calloc((size_t)plan->n_threads, sizeof *slots);
+    plan->groups = tsr_calloc((size_t)topo->n_nodes, sizeof *plan->groups);
     int ok = weight && share && scratch && slots && plan->groups;
     if (ok) {
         for (int c = 0; c < topo->n_cores; c++)
@@ -385,10 +386,10 @@ static int place_threads(const tsr_topology *topo, tsr_placement *plan, int by_p
             next += share[k];
         }
     }
-    free(weight);
-    free(share);
-    free(scratch);
-    free(slots);
+    tsr_free(weight);
+    tsr_free(share);
+    tsr_free(scratch);
+    tsr_free(slots);
     return ok ? 0 : -1;
 }
 
@@ -414,7 +415,7 @@ int tsr_placement_plan(const tsr_topology *topo, const tsr_placement_request *re
     plan->n_threads = workers * per;
     plan->bound = 1;
     int by_pus = plan->n_threads > cores;
-    plan->threads = calloc((size_t)plan->n_threads, sizeof *plan->threads);
+    plan->threads = tsr_calloc((size_t)plan->n_threads, sizeof *plan->threads);
     if (!plan->threads ||
         place_threads(topo, plan, by_pus, worker_unit(topo, per, by_pus)) != 0) {
         tsr_placement_free(plan);

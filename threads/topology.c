@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/memory.h"
 #include "tessera-config.h"
 
 #ifdef HAVE_HWLOC
@@ -23,10 +24,10 @@ void tsr_topology_free(tsr_topology *topo)
     if (topo->hwloc)
         hwloc_topology_destroy((hwloc_topology_t)topo->hwloc);
 #endif
-    free(topo->nodes);
-    free(topo->cores);
-    free(topo->pus);
-    free(topo);
+    tsr_free(topo->nodes);
+    tsr_free(topo->cores);
+    tsr_free(topo->pus);
+    tsr_free(topo);
 }
 
 int tsr_topology_allowed_pus(const tsr_topology *topo)
@@ -205,16 +206,16 @@ static hwloc_bitmap_t allowed_cpuset(hwloc_topology_t t, int is_system)
 static int extract(hwloc_topology_t t, int is_system, const char *source, tsr_topology **out,
                    char *err, size_t err_len)
 {
-    tsr_topology *topo = calloc(1, sizeof *topo);
+    tsr_topology *topo = tsr_calloc(1, sizeof *topo);
     hwloc_bitmap_t allowed = allowed_cpuset(t, is_system);
     if (topo) {
         topo->hwloc = t;
         topo->n_packages = count_of(t, HWLOC_OBJ_PACKAGE);
         topo->n_nodes = count_of(t, HWLOC_OBJ_NUMANODE);
         topo->n_pus = count_of(t, HWLOC_OBJ_PU);
-        topo->nodes = calloc((size_t)topo->n_nodes + 1, sizeof *topo->nodes);
-        topo->cores = calloc((size_t)topo->n_pus + 1, sizeof *topo->cores);
-        topo->pus = calloc((size_t)topo->n_pus + 1, sizeof *topo->pus);
+        topo->nodes = tsr_calloc((size_t)topo->n_nodes + 1, sizeof *topo->nodes);
+        topo->cores = tsr_calloc((size_t)topo->n_pus + 1, sizeof *topo->cores);
+        topo->pus = tsr_calloc((size_t)topo->n_pus + 1, sizeof *topo->pus);
     }
     if (!topo || !allowed || !topo->nodes || !topo->cores || !topo->pus) {
         hwloc_bitmap_free(allowed);
