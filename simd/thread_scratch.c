@@ -3,8 +3,6 @@
 #include "simd/thread_scratch.h"
 
 #include <pthread.h>
-#include <stdint.h>
-#include <stdlib.h>
 
 #include "core/memory.h"
 
