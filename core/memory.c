@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/tessera.h"
 
@@ -100,6 +101,52 @@ void tsr_free(void *p)
         atomic_fetch_sub(&live, 1);
 #endif
     free(p);
+}
+
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON /* the BSDs' and macOS's older name */
+#endif
+
+/* Transparent huge pages come in 2 MiB on x86-64 and AArch64 (4 KiB base). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static size_t whole_pages(size_t bytes)
+{
+    return (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+}
+
+void *tsr_alloc_pages(size_t bytes)
+{
+    if (bytes == 0 || bytes > SIZE_MAX - 2 * HUGE_PAGE || fault())
+        return NULL;
+    size_t len = whole_pages(bytes);
+    /* Map one huge page more than needed and give back the ends, so that
+     * the block starts on a huge-page boundary. */
+    unsigned char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t start = ((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    unsigned char *p = (unsigned char *)start;
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + HUGE_PAGE > p)
+        munmap(p + len, (size_t)(raw + HUGE_PAGE - p));
+#ifdef MADV_HUGEPAGE
+    /* Advice only: where THP is off or absent this fails and 4 KiB pages do. */
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return held(p);
+}
+
+void tsr_free_pages(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+#ifdef TSR_ALLOC_FAULTS
+    atomic_fetch_sub(&live, 1);
+#endif
+    munmap(p, whole_pages(bytes));
 }
 
 int tsr_buffer_reserve(tsr_buffer *b, size_t n)

@@ -1,8 +1,8 @@
-/* Reading a safetensors file. The whole file is mapped read-only and the JSON
+/* Reading a safetensors file. The whole file is read into memory and the JSON
  * header is checked completely (dtype, shape, offsets, sizes, overlaps)
  * before any tensor is handed out, so that later code can trust every
- * tsr_tensor_info it gets: its data lies inside the mapping and holds exactly
- * count elements of its dtype. */
+ * tsr_tensor_info it gets: its data lies inside the bytes read and holds
+ * exactly count elements of its dtype. */
 #include "core/safetensors.h"
 
 #include <errno.h>
@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,9 +83,39 @@ static void format_shape(const tsr_tensor_info *t, char *buf, size_t len)
         snprintf(buf + used, len - used, "]");
 }
 
-static int map_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+/* The whole file read once into fresh memory, in large chunks: every byte is
+ * converted or copied at load anyway, and a read cannot fault the way a
+ * mapping can (a mapped file that shrinks under the load, a copy still
+ * being written or an NFS hiccup, raises SIGBUS on the next access to the
+ * lost pages and kills the process). A file that ends early is an error
+ * that says so; one that grows is read as it was when it was opened. */
+#define READ_CHUNK ((size_t)64 << 20)
+
+static int read_whole(int fd, unsigned char *dst, size_t len, char *err, size_t err_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t done = 0;
+    while (done < len) {
+        size_t want = len - done < READ_CHUNK ? len - done : READ_CHUNK;
+        ssize_t got = pread(fd, dst + done, want, (off_t)done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return tsr_fail(err, err_len, "read error at byte %zu: %s", done, strerror(errno));
+        if (got == 0)
+            return tsr_fail(err, err_len,
+                            "file shrank while being read: %zu bytes of %zu (is it still being "
+                            "written?)", done, len);
+        done += (size_t)got;
+    }
+    return 0;
+}
+
+static int read_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+{
+    /* O_NONBLOCK: a FIFO (or a device) named like the weights must not block
+     * the open; it is refused below as not a regular file. For a regular
+     * file the flag changes nothing. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return tsr_fail(err, err_len, "cannot open: %s", strerror(errno));
     struct stat sb;
@@ -104,21 +133,28 @@ static int map_file(const char *path, tsr_safetensors *st, char *err, size_t err
         problem = "empty file (no header length)";
     else if (sb.st_size < HEADER_LEN_BYTES)
         problem = "file too short for the 8-byte header length";
-    else if ((uintmax_t)sb.st_size > SIZE_MAX)
-        problem = "file too large to map";
+    else if ((uintmax_t)sb.st_size > SIZE_MAX / 2)
+        problem = "file too large to read";
     if (problem) {
         close(fd);
         if (S_ISREG(sb.st_mode) && sb.st_size > 0 && sb.st_size < HEADER_LEN_BYTES)
             return tsr_fail(err, err_len, "%s (%jd bytes)", problem, (intmax_t)sb.st_size);
         return tsr_fail(err, err_len, "%s", problem);
     }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
+    size_t len = (size_t)sb.st_size;
+    unsigned char *bytes = tsr_alloc_pages(len);
+    if (!bytes) {
+        close(fd);
+        return tsr_fail_oom(err, err_len, "out of memory reading it (%zu bytes)", len);
+    }
+    int rc = read_whole(fd, bytes, len, err, err_len);
     close(fd);
-    if (map == MAP_FAILED)
-        return tsr_fail(err, err_len, "cannot map: %s", strerror(e));
-    st->map = map;
-    st->map_len = (size_t)sb.st_size;
+    if (rc != 0) {
+        tsr_free_pages(bytes, len);
+        return rc;
+    }
+    st->bytes = bytes;
+    st->len = len;
     return 0;
 }
 
@@ -329,9 +365,9 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
 
 static int read_header(tsr_safetensors *st, char *err, size_t err_len)
 {
-    const unsigned char *bytes = st->map;
+    const unsigned char *bytes = st->bytes;
     uint64_t header_len = read_le64(bytes);
-    size_t after = st->map_len - HEADER_LEN_BYTES;
+    size_t after = st->len - HEADER_LEN_BYTES;
     if (header_len < 2)
         return tsr_fail(err, err_len,
                         "header length %" PRIu64 " is too small for a JSON object", header_len);
@@ -363,7 +399,7 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
 int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len)
 {
     memset(st, 0, sizeof *st);
-    TSR_TRY(map_file(path, st, err, err_len));
+    TSR_TRY(read_file(path, st, err, err_len));
     int rc = read_header(st, err, err_len);
     if (rc != 0)
         tsr_safetensors_close(st);
@@ -383,7 +419,6 @@ void tsr_safetensors_close(tsr_safetensors *st)
     for (size_t i = 0; i < st->n_tensors; i++)
         tsr_free(st->tensors[i].name);
     tsr_free(st->tensors);
-    if (st->map)
-        munmap(st->map, st->map_len);
+    tsr_free_pages(st->bytes, st->len);
     memset(st, 0, sizeof *st);
 }

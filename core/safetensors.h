@@ -1,6 +1,7 @@
 /* Reading a safetensors file: 8-byte little-endian header length, a JSON
- * header, then the raw little-endian tensor data. The file is mapped read-only;
- * the header is validated strictly before any tensor is handed out. */
+ * header, then the raw little-endian tensor data. The file is read whole (not
+ * mapped: see safetensors.c); the header is validated strictly before any
+ * tensor is handed out. */
 #ifndef TSR_CORE_SAFETENSORS_H
 #define TSR_CORE_SAFETENSORS_H
 
@@ -23,18 +24,18 @@ typedef struct tsr_tensor_info {
     size_t ndim;
     size_t shape[TSR_MAX_DIMS];
     size_t count;      /* product of shape (1 for ndim 0) */
-    const void *data;  /* into the mapping; may be unaligned */
+    const void *data;  /* into bytes; may be unaligned */
     size_t bytes;
 } tsr_tensor_info;
 
 typedef struct tsr_safetensors {
-    void *map;
-    size_t map_len;
+    unsigned char *bytes; /* the whole file, as read */
+    size_t len;
     tsr_tensor_info *tensors;
     size_t n_tensors;
 } tsr_safetensors;
 
-/* Maps and validates `path`: header length within the file, a JSON object
+/* Reads and validates `path`: header length within the file, a JSON object
  * whose entries (other than "__metadata__", an object of strings) each have a
  * known dtype, a shape of non-negative integers and data_offsets [begin, end]
  * inside the data section with end - begin equal to the shape's byte size;
@@ -45,7 +46,7 @@ int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_
 /* The tensor called `name`, or NULL. */
 const tsr_tensor_info *tsr_safetensors_find(const tsr_safetensors *st, const char *name);
 
-/* Unmaps and frees; safe on a zeroed or already-closed struct. */
+/* Frees the file's bytes and the table; safe on a zeroed or already-closed struct. */
 void tsr_safetensors_close(tsr_safetensors *st);
 
 #endif

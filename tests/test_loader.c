@@ -4,12 +4,17 @@
  * builder makes of I8 weights for compute type int8. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/model.h"
@@ -54,7 +59,7 @@ static void expect_open_fails(const char *needle, const char *needle2)
     memset(&st, 0x5a, sizeof st);
     cr_assert_eq(tsr_safetensors_open(weights, &st, err, sizeof err), -1,
                  "opening should fail (wanted a message with \"%s\")", needle);
-    cr_expect_null(st.map);
+    cr_expect_null(st.bytes);
     cr_expect_null(st.tensors);
     cr_expect_eq(st.n_tensors, 0);
     cr_expect_eq(strchr(err, '\n'), NULL, "one-line message: \"%s\"", err);
@@ -90,8 +95,8 @@ Test(safetensors, tiny_model_round_trips)
 
     size_t header_len = 0;
     for (int i = 7; i >= 0; i--)
-        header_len = (header_len << 8) | ((const unsigned char *)st.map)[i];
-    const unsigned char *data_start = (const unsigned char *)st.map + 8 + header_len;
+        header_len = (header_len << 8) | ((const unsigned char *)st.bytes)[i];
+    const unsigned char *data_start = (const unsigned char *)st.bytes + 8 + header_len;
 
     for (size_t i = 0; i < m->n_tensors; i++) {
         const mw_tensor *w = &m->tensors[i];
@@ -112,7 +117,7 @@ Test(safetensors, tiny_model_round_trips)
     cr_expect_null(tsr_safetensors_find(&st, ""));
     cr_expect_null(tsr_safetensors_find(&st, "__metadata__"));
     tsr_safetensors_close(&st);
-    cr_expect_null(st.map);
+    cr_expect_null(st.bytes);
     tsr_safetensors_close(&st);
     mw_model_free(m);
 }
@@ -245,6 +250,86 @@ Test(safetensors, directory)
 {
     cr_assert_eq(mkdir(weights, 0700), 0);
     expect_open_fails("directory", NULL);
+}
+
+/* A FIFO named like the weights (or a device, a socket) is refused at once:
+ * opening a FIFO for reading would otherwise wait for a writer forever. */
+Test(safetensors, fifo_is_refused_without_blocking, .timeout = 20)
+{
+    cr_assert_eq(mkfifo(weights, 0600), 0);
+    expect_open_fails("not a regular file", NULL);
+}
+
+/* ---- a file that shrinks while it is loaded ------------------------------- */
+
+typedef struct shrinker {
+    const char *path;
+    off_t full, cut;
+    atomic_int stop;
+    long cycles;
+} shrinker;
+
+/* Cuts the file short and grows it back (zeros) until told to stop. */
+static void *shrink_and_restore(void *arg)
+{
+    shrinker *s = arg;
+    int fd = open(s->path, O_WRONLY);
+    cr_assert_geq(fd, 0);
+    while (!atomic_load(&s->stop)) {
+        cr_assert_eq(ftruncate(fd, s->cut), 0);
+        cr_assert_eq(ftruncate(fd, s->full), 0);
+        /* Whole for a while, so that some opens read it whole and others
+         * see it cut in the middle of their read. */
+        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
+        s->cycles++;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* While another thread cuts the weights file short and restores it, every
+ * open either succeeds with bytes the process can read, or fails with one
+ * line; nothing raises SIGBUS (which a loader that maps the file and reads
+ * the mapping after the file shrank gets, and dies of). */
+Test(safetensors, a_file_shrinking_during_the_load_is_an_error_not_a_crash, .timeout = 60)
+{
+    const size_t floats = (size_t)2 << 20; /* 8 MiB of data */
+    char header[128];
+    snprintf(header, sizeof header,
+             "{\"w\": {\"dtype\": \"F32\", \"shape\": [%zu], \"data_offsets\": [0, %zu]}}",
+             floats, floats * 4);
+    mw_write_header_text(weights, header, floats * 4);
+    struct stat sb;
+    cr_assert_eq(stat(weights, &sb), 0);
+    shrinker s = {.path = weights, .full = sb.st_size, .cut = (off_t)(strlen(header) + 8 + 4096)};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, shrink_and_restore, &s), 0);
+    int loaded = 0, failed = 0, shrank = 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        tsr_safetensors st;
+        if (tsr_safetensors_open(weights, &st, err, sizeof err) == 0) {
+            /* Every byte of the tensor, as a load converting it would read. */
+            const tsr_tensor_info *w = tsr_safetensors_find(&st, "w");
+            cr_assert_not_null(w);
+            volatile unsigned char sum = 0;
+            for (size_t i = 0; i < w->bytes; i += 64)
+                sum += ((const unsigned char *)w->data)[i];
+            (void)sum;
+            loaded++;
+        } else {
+            cr_assert_eq(strchr(err, '\n'), NULL, "one-line message: \"%s\"", err);
+            failed++;
+            shrank += strstr(err, "shrank while being read") != NULL;
+        }
+        tsr_safetensors_close(&st);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (loaded + failed < 400 && now.tv_sec - start.tv_sec < 3);
+    atomic_store(&s.stop, 1);
+    pthread_join(thread, NULL);
+    cr_log_info("%d opens read the whole file, %d failed cleanly (%d cut while being read), "
+                "%ld cut-and-restore cycles", loaded, failed, shrank, s.cycles);
 }
 
 Test(safetensors, header_length_beyond_the_file)
