@@ -1,8 +1,12 @@
 #include "cli/vocab.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -48,13 +52,38 @@ static void index_tokens(cli_vocab *v)
     }
 }
 
+/* The vocabulary file for reading, refused at once when it is not a regular
+ * file: a FIFO would make a plain open wait for a writer forever, a
+ * directory would read as an error later. NULL with the message in err. */
+static FILE *open_vocab_file(const char *path, char *err, size_t err_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    const char *why = NULL;
+    if (fd < 0)
+        why = strerror(errno);
+    else if (fstat(fd, &sb) != 0)
+        why = strerror(errno);
+    else if (S_ISDIR(sb.st_mode))
+        why = "is a directory";
+    else if (!S_ISREG(sb.st_mode))
+        why = "not a regular file";
+    FILE *f = why ? NULL : fdopen(fd, "r");
+    if (!f && !why)
+        why = strerror(errno);
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        cli_fail(err, err_len, "%s: cannot open (needed by --tokens): %s", path, why);
+    }
+    return f;
+}
+
 cli_vocab *cli_vocab_load(const char *path, size_t size, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        cli_fail(err, err_len, "%s: cannot open (needed by --tokens)", path);
+    FILE *f = open_vocab_file(path, err, err_len);
+    if (!f)
         return NULL;
-    }
     cli_vocab *v = calloc(1, sizeof *v);
     if (v) {
         v->size = size;

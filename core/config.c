@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/json_kind.h"
 #include "core/memory.h"
 
@@ -208,9 +210,15 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
  * (bad input, or out of memory) on failure. */
 static char *read_whole_file(const char *path, size_t *len, int *rc, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "rb");
+    off_t size;
+    int fd = tsr_open_regular(path, &size, err, err_len);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
-        *rc = tsr_fail(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0) {
+            tsr_fail(err, err_len, "cannot read: %s", strerror(errno));
+            close(fd);
+        }
+        *rc = tsr_fail_prefix(TESSERA_ERR_INPUT, err, err_len, path);
         return NULL;
     }
     size_t cap = 4096, used = 0;

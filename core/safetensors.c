@@ -6,17 +6,16 @@
 #include "core/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/json_kind.h"
 #include "core/memory.h"
 
@@ -112,36 +111,24 @@ static int read_whole(int fd, unsigned char *dst, size_t len, char *err, size_t 
 
 static int read_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
 {
-    /* O_NONBLOCK: a FIFO (or a device) named like the weights must not block
-     * the open; it is refused below as not a regular file. For a regular
-     * file the flag changes nothing. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    off_t size;
+    int fd = tsr_open_regular(path, &size, err, err_len);
     if (fd < 0)
-        return tsr_fail(err, err_len, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return tsr_fail(err, err_len, "cannot stat: %s", strerror(e));
-    }
+        return -1;
     const char *problem = NULL;
-    if (S_ISDIR(sb.st_mode))
-        problem = "is a directory, not a safetensors file";
-    else if (!S_ISREG(sb.st_mode))
-        problem = "not a regular file";
-    else if (sb.st_size == 0)
+    if (size == 0)
         problem = "empty file (no header length)";
-    else if (sb.st_size < HEADER_LEN_BYTES)
+    else if (size < HEADER_LEN_BYTES)
         problem = "file too short for the 8-byte header length";
-    else if ((uintmax_t)sb.st_size > SIZE_MAX / 2)
+    else if ((uintmax_t)size > SIZE_MAX / 2)
         problem = "file too large to read";
     if (problem) {
         close(fd);
-        if (S_ISREG(sb.st_mode) && sb.st_size > 0 && sb.st_size < HEADER_LEN_BYTES)
-            return tsr_fail(err, err_len, "%s (%jd bytes)", problem, (intmax_t)sb.st_size);
+        if (size > 0 && size < HEADER_LEN_BYTES)
+            return tsr_fail(err, err_len, "%s (%jd bytes)", problem, (intmax_t)size);
         return tsr_fail(err, err_len, "%s", problem);
     }
-    size_t len = (size_t)sb.st_size;
+    size_t len = (size_t)size;
     unsigned char *bytes = tsr_alloc_pages(len);
     if (!bytes) {
         close(fd);

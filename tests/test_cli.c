@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/model_writer.h"
@@ -482,6 +483,34 @@ Test(cli, tokens_without_vocab_files)
     test_run r = translate("s4 s5\n", "--tokens");
     expect_failure(&r, "vocab", NULL, 0);
     test_run_free(&r);
+}
+
+/* A vocabulary path that is a FIFO or a directory is refused at once (a plain
+ * open of a FIFO would wait for a writer forever); so is a config.json that
+ * is one. */
+Test(cli, model_files_that_are_no_regular_files, .timeout = 60)
+{
+    mw_write_vocab(dir, &model->config);
+    char *vocab = mw_path(dir, "vocab.src.txt");
+    cr_assert_eq(remove(vocab), 0);
+    cr_assert_eq(mkfifo(vocab, 0600), 0);
+    test_run r = translate("s4 s5\n", "--tokens");
+    expect_failure(&r, "vocab.src.txt", "not a regular file", 0);
+    test_run_free(&r);
+    cr_assert_eq(remove(vocab), 0);
+    cr_assert_eq(mkdir(vocab, 0700), 0);
+    r = translate("s4 s5\n", "--tokens");
+    expect_failure(&r, "vocab.src.txt", "is a directory", 0);
+    test_run_free(&r);
+    free(vocab);
+
+    char *config = mw_path(dir, "config.json");
+    cr_assert_eq(remove(config), 0);
+    cr_assert_eq(mkfifo(config, 0600), 0);
+    r = translate("4 5\n");
+    expect_failure(&r, "config.json", "not a regular file (a FIFO)", 0);
+    test_run_free(&r);
+    free(config);
 }
 
 /* ---- bad input lines ----------------------------------------------------------------- */

@@ -875,7 +875,7 @@ Test(config, validate_filled_structs)
     cr_expect_eq(tsr_config_validate(&cfg, err, sizeof err), 0, "%s", err);
 }
 
-Test(config, load_from_a_file)
+Test(config, load_from_a_file, .timeout = 20)
 {
     char *path = mw_path(dir, "config.json");
     tessera_config want, got;
@@ -902,6 +902,14 @@ Test(config, load_from_a_file)
     cr_assert_eq(mkdir(path, 0700), 0);
     cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), -1);
     expect_contains(err, path);
+    expect_contains(err, "is a directory");
+
+    /* A FIFO is refused without waiting for a writer. */
+    cr_assert_eq(rmdir(path), 0);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_assert_eq(tsr_config_load(path, &got, err, sizeof err), -1);
+    expect_contains(err, path);
+    expect_contains(err, "not a regular file (a FIFO)");
     free(path);
 }
 
