@@ -58,8 +58,10 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
     for (size_t i = 0; i < n; i++) {
         seqs[i] = (tsr_decode_seq){.slot = i, .sentence = i, .n_new = tgt[i].len + 1};
         tokens[r] = m->cfg.bos_id;
-        memcpy(tokens + r + 1, tgt[i].ids, tgt[i].len * sizeof(int32_t));
-        memcpy(targets + r, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+        if (tgt[i].len > 0) { /* an empty target may come with no array at all */
+            memcpy(tokens + r + 1, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+            memcpy(targets + r, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+        }
         targets[r + tgt[i].len] = m->cfg.eos_id;
         r += tgt[i].len + 1;
     }

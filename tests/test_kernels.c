@@ -1014,7 +1014,7 @@ ParameterizedTest(set_param *p, kernels, alignment_of_row)
     /* Averaged, not the strongest head: head 0 is sure of key 0, heads 1-3
      * lean to key 1, whose mean is the larger. */
     const alignment_shape s = {2, 4, 1, 0, 1};
-    float q[4] = {10, 1, 1, 1}, k[2 * 8] = {0}, work[4];
+    float q[4] = {10, 1, 1, 1}, k[2 * 8] = {0}, work[2 * 3]; /* room for 3 keys, the test after */
     k[0] = 1;                             /* key 0: head 0 */
     k[8 + 1] = k[8 + 2] = k[8 + 3] = 1; /* key 1: heads 1-3 */
     double margin;
