@@ -1288,3 +1288,86 @@ Test(cli, encode_errors)
     expect_failure(&r, "line 2", "empty", 1);
     test_run_free(&r);
 }
+
+/* ---- an address-space limit (ulimit -v) ---------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+
+/* `tessera translate` of `input` on the model in `model_dir`, one thread,
+ * under `ulimit -v kib` (0: none). */
+static test_run translate_limited(const char *model_dir, long kib, const char *input)
+{
+    char limit[128];
+    snprintf(limit, sizeof limit, kib > 0 ? "ulimit -v %ld && exec \"$@\"" : "exec \"$@\"", kib);
+    char *argv[] = {"/bin/sh", "-c", limit, "sh", (char *)test_tessera_path(), "translate", "-m",
+                    (char *)model_dir, "--threads", "1", NULL};
+    return test_run_command(argv, input, NULL);
+}
+
+/* Under an address-space limit too small for the model, the load fails with
+ * one line that says it ran out of memory, never a crash; above it the
+ * output is the unlimited one. The limit where loading starts to fail is
+ * found by bisection, and every run on the way is checked. */
+Test(cli, address_space_limit_fails_cleanly, .timeout = 180)
+{
+#ifdef UNDER_SANITIZER
+    cr_skip_test("built with a sanitizer, which reserves more address space than any limit allows");
+#endif
+    if (getenv("TESSERA_TEST_RUNNER"))
+        cr_skip_test("tessera runs under an emulator ($TESSERA_TEST_RUNNER): the limit would "
+                     "bound the emulator");
+    /* About 20 MB of weights, so that they, not the process's libraries,
+     * are what stops fitting. */
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cfg.d_model = 256;
+    cfg.n_heads = 4;
+    cfg.d_ff = 1024;
+    cfg.n_encoder_layers = cfg.n_decoder_layers = 2;
+    cfg.src_vocab_size = cfg.tgt_vocab_size = 4000;
+    mw_model *big = mw_model_new(&cfg, 3);
+    char *big_dir = mw_path(dir, "big");
+    cr_assert_eq(mkdir(big_dir, 0700), 0);
+    mw_write(big, big_dir);
+    mw_model_free(big);
+    const char *input = "4 5 6\n7 8\n";
+
+    test_run free_run = translate_limited(big_dir, 0, input);
+    expect_success(&free_run);
+    long fits = 4L << 20, fails = 0; /* KiB: 4 GiB fits */
+    test_run first = translate_limited(big_dir, fits, input);
+    expect_success(&first);
+    cr_expect_str_eq(first.out, free_run.out);
+    test_run_free(&first);
+    char last_failure[512] = "";
+    while (fits - fails > 1024) {
+        long mid = fails + (fits - fails) / 2;
+        test_run r = translate_limited(big_dir, mid, input);
+        cr_assert_lt(r.exit_status, 128, "ulimit -v %ld: killed by signal %d; stderr: %s", mid,
+                     r.exit_status - 128, r.err);
+        if (r.exit_status == 0) {
+            cr_expect_str_eq(r.out, free_run.out, "ulimit -v %ld: other output", mid);
+            cr_expect_str_empty(r.err);
+            fits = mid;
+        } else {
+            expect_failure(&r, "", NULL, 0);
+            snprintf(last_failure, sizeof last_failure, "%s", r.err);
+            fails = mid;
+        }
+        test_run_free(&r);
+    }
+    cr_log_info("the model loads and translates from ulimit -v %ld KiB; below %ld KiB: %s", fits,
+                fails, last_failure);
+    /* Just below the threshold it is the model that does not fit. */
+    cr_expect(strstr(last_failure, "out of memory") != NULL,
+              "below the limit that fits, the error should say out of memory: \"%s\"",
+              last_failure);
+    test_run_free(&free_run);
+    free(big_dir);
+}
