@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/model_writer.h"
@@ -555,6 +557,123 @@ Test(cli, non_numeric_token)
         expect_failure(&r, "line 2", NULL, 1);
         test_run_free(&r);
     }
+}
+
+/* What an error line quotes of the input is safe to log: control bytes and
+ * bytes outside printable ASCII as \xNN (a terminal escape cannot recolour
+ * or forge the line), at most 40 bytes then "...", and numbers as typed
+ * (not the value a saturating parse made of them). */
+Test(cli, quoted_input_is_escaped_cut_and_as_typed)
+{
+    test_run r = translate("4 5\nab\x1b[31mc\n");
+    expect_failure(&r, "line 2: 'ab\\x1b[31mc' is not a source token id", NULL, 1);
+    test_run_free(&r);
+    r = translate("4 5\n4 \xff\xfe\n");
+    expect_failure(&r, "line 2: '\\xff\\xfe' is not a source token id", NULL, 1);
+    test_run_free(&r);
+    r = translate("99999999999999999999999 5\n");
+    expect_failure(&r, "source token id 99999999999999999999999 out of range [0, 11)", NULL, 0);
+    test_run_free(&r);
+    r = translate("-99999999999999999999999\n");
+    expect_failure(&r, "source token id -99999999999999999999999 out of range", NULL, 0);
+    test_run_free(&r);
+    char line[128];
+    memset(line, 'x', 60);
+    strcpy(line + 60, "\n");
+    r = translate(line);
+    char want[128];
+    snprintf(want, sizeof want, "'%.40s...' is not a source token id", line);
+    expect_failure(&r, want, NULL, 0);
+    test_run_free(&r);
+    r = score("4 5\t6 \x01\n");
+    expect_failure(&r, "'\\x01' is not a target token id", NULL, 0);
+    test_run_free(&r);
+}
+
+/* A NUL byte inside a line is refused by line number, in id and in token
+ * mode; invalid UTF-8 in token mode is a token like any other (not in the
+ * vocabulary: unk_id), as an unknown token is. */
+Test(cli, nul_bytes_and_invalid_utf8)
+{
+    char *argv[] = {(char *)test_tessera_path(), "translate", "-m", dir, NULL};
+    static const char with_nul[] = "4 5\n4 \0 5\n6\n";
+    test_run r = test_run_command_bytes(argv, with_nul, sizeof with_nul - 1, one_thread);
+    expect_failure(&r, "line 2: contains a NUL byte", NULL, 1);
+    test_run_free(&r);
+
+    mw_write_vocab(dir, &model->config);
+    char *targv[] = {(char *)test_tessera_path(), "translate", "-m", dir, "--tokens", NULL};
+    static const char tokens_nul[] = "s4 s\0 5\n";
+    r = test_run_command_bytes(targv, tokens_nul, sizeof tokens_nul - 1, one_thread);
+    expect_failure(&r, "line 1: contains a NUL byte", NULL, 0);
+    test_run_free(&r);
+    test_run bad = translate("s4 \xc3\x28 s5 \xff\n", "--tokens");
+    test_run unk = translate("s4 no-such-token s5 s0\n", "--tokens");
+    expect_success(&bad);
+    expect_success(&unk);
+    cr_expect_str_eq(bad.out, unk.out, "invalid UTF-8 should translate as unknown tokens");
+    test_run_free(&bad);
+    test_run_free(&unk);
+}
+
+/* The largest resident size of any child this process has waited for, KiB. */
+static long children_max_rss_kib(void)
+{
+    struct rusage ru;
+    cr_assert_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+/* Input is read as it is translated: 100 000 short lines need no more
+ * memory than 1 000 (2 MB of margin, against 3 MB of input), and one line of 1 MB is refused by
+ * its length in bounded memory. Resident sizes come from getrusage of the
+ * children, in order of growing input, so each run's peak shows as a rise. */
+Test(cli, many_lines_and_a_megabyte_line_in_bounded_memory, .timeout = 300)
+{
+    if (getenv("TESSERA_TEST_RUNNER"))
+        cr_skip_test("tessera runs under an emulator ($TESSERA_TEST_RUNNER): 100 000 sentences "
+                     "would take minutes there");
+    /* 3 MB of input in all: holding it at once would show. */
+    const char *sentence = "4 5 6 7 8 9 10 4 5 6 7 8 9 10\n";
+    size_t slen = strlen(sentence), many = 100000;
+    char *input = malloc(many * slen + 1);
+    cr_assert_not_null(input);
+    for (size_t i = 0; i < many; i++)
+        memcpy(input + i * slen, sentence, slen);
+    input[many * slen] = '\0';
+
+    test_run small = translate(input + (many - 1000) * slen, "--max-len", "2");
+    expect_success(&small);
+    long rss_small = children_max_rss_kib();
+    test_run large = translate(input, "--max-len", "2");
+    expect_success(&large);
+    size_t newlines = 0;
+    for (const char *p = large.out; (p = strchr(p, '\n')); p++)
+        newlines++;
+    cr_expect_eq(newlines, many);
+    long rss_large = children_max_rss_kib();
+    cr_log_info("max RSS: 1 000 lines %ld KiB, 100 000 lines %ld KiB", rss_small, rss_large);
+    cr_expect_leq(rss_large, rss_small + 2 * 1024,
+                  "100 000 lines took %ld KiB against %ld KiB for 1 000", rss_large, rss_small);
+    test_run_free(&small);
+    test_run_free(&large);
+    free(input);
+
+    /* 1 MB of ids on one line, after a good line. */
+    size_t mb = 1 << 20;
+    char *line = malloc(mb + 16);
+    cr_assert_not_null(line);
+    strcpy(line, "4 5\n");
+    for (size_t i = 4; i + 2 < mb; i += 2)
+        memcpy(line + i, "5 ", 2);
+    strcpy(line + mb - 2, "5\n");
+    test_run r = translate(line);
+    expect_failure(&r, "line 2", "max_positions", 1);
+    long rss_line = children_max_rss_kib();
+    cr_log_info("max RSS after a 1 MB line: %ld KiB", rss_line);
+    cr_expect_leq(rss_line, rss_large + 16 * 1024, "a 1 MB line took %ld KiB", rss_line);
+    test_run_free(&r);
+    free(line);
 }
 
 Test(cli, source_longer_than_max_positions)

@@ -166,7 +166,7 @@ static char **merged_environment(char *const extra[])
 
 /* stdin comes from an unlinked temporary file so the child can never block
  * us by not reading it; stdout and stderr are drained together with poll. */
-static int input_file(const char *input)
+static int input_file(const char *input, size_t len)
 {
     char *path = NULL;
     if (asprintf(&path, "%s/tessera-stdin-XXXXXX", temp_base()) < 0)
@@ -176,7 +176,6 @@ static int input_file(const char *input)
         cr_assert_fail("mkstemp(%s): %s", path, strerror(errno));
     unlink(path);
     free(path);
-    size_t len = input ? strlen(input) : 0;
     if (len && write(fd, input, len) != (ssize_t)len)
         cr_assert_fail("writing the child's stdin: %s", strerror(errno));
     lseek(fd, 0, SEEK_SET);
@@ -264,11 +263,17 @@ static char **with_runner(char *const argv[])
 
 test_run test_run_command(char *const argv_in[], const char *input, char *const env[])
 {
+    return test_run_command_bytes(argv_in, input, input ? strlen(input) : 0, env);
+}
+
+test_run test_run_command_bytes(char *const argv_in[], const char *input, size_t input_len,
+                                char *const env[])
+{
     char **argv = with_runner(argv_in);
     int out_pipe[2], err_pipe[2];
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
         cr_assert_fail("pipe: %s", strerror(errno));
-    int in_fd = input_file(input);
+    int in_fd = input_file(input, input_len);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

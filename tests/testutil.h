@@ -30,6 +30,9 @@ typedef struct test_run {
  * e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu" for a cross build) with `input` on stdin and `env` ("NAME=value"
  * strings added to the environment, NULL-terminated, may be NULL). */
 test_run test_run_command(char *const argv[], const char *input, char *const env[]);
+/* The same with input_len bytes of input, which may hold NULs. */
+test_run test_run_command_bytes(char *const argv[], const char *input, size_t input_len,
+                                char *const env[]);
 void test_run_free(test_run *r);
 
 /* Path of the built tessera command. */
