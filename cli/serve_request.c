@@ -18,12 +18,43 @@ enum { MAX_BEAM = 64, MAX_TARGET_LEN = 1024 };
 static int fail(int *http_status, int code, char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
+static size_t utf8_sequence(const unsigned char *s)
+{
+    size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                   : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
+    if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
+        (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* Every byte of s that does not start a valid UTF-8 sequence becomes '?'.
+ * A message quotes the request (a field name cut at 64 bytes may end in
+ * half a character) and goes into a JSON answer, which must be UTF-8. */
+static void make_valid_utf8(char *s)
+{
+    while (*s) {
+        size_t n = utf8_sequence((const unsigned char *)s);
+        if (n == 0) {
+            *s++ = '?';
+            continue;
+        }
+        s += n;
+    }
+}
+
 static int fail(int *http_status, int code, char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
+    make_valid_utf8(err);
     *http_status = code;
     return -1;
 }

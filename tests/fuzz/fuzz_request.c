@@ -1,0 +1,96 @@
+/* Fuzz target: the bodies `tessera serve` takes from the network. The input
+ * is parsed as a /translate and as a /score request (cli/serve_request.c)
+ * against a small model's configuration and vocabularies, so that ids and
+ * text both reach the sentence readers. A body that is refused must come
+ * with an HTTP status of 400, 413 or 500 and a message that srv_error_json
+ * can carry (valid UTF-8: it is quoted into the JSON answer); a body that
+ * is taken becomes a job whose every source and target lies within the
+ * model's limits, and whose answer (with empty hypotheses and zero scores,
+ * as no model runs here) is valid JSON. */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/serve.h"
+#include "cli/vocab.h"
+#include "tests/fuzz/fuzz.h"
+
+const char fuzz_target_name[] = "request";
+
+#define VOCAB_SIZE 8
+#define MAX_POSITIONS 16
+
+static const cli_model *model(void)
+{
+    static tessera_config cfg = {
+        .d_model = 8, .n_heads = 2, .d_ff = 12, .n_encoder_layers = 1, .n_decoder_layers = 1,
+        .src_vocab_size = VOCAB_SIZE, .tgt_vocab_size = VOCAB_SIZE,
+        .max_positions = MAX_POSITIONS, .bos_id = 1, .eos_id = 2, .pad_id = 3, .unk_id = 0,
+    };
+    static cli_model cm;
+    if (!cm.cfg) {
+        static const char words[] = "<unk>\n<s>\n</s>\n<pad>\na\nb\nf\xc3\xbcnf\nab\n";
+        const char *path = fuzz_write_file("vocab.txt", words, sizeof words - 1);
+        char err[512];
+        cm.cfg = &cfg;
+        cm.src_vocab = cli_vocab_load(path, VOCAB_SIZE, err, sizeof err);
+        cm.tgt_vocab = cli_vocab_load(path, VOCAB_SIZE, err, sizeof err);
+        if (!cm.src_vocab || !cm.tgt_vocab)
+            abort();
+    }
+    return &cm;
+}
+
+static void check_tokens(const tessera_tokens *t, size_t max_len)
+{
+    if (t->len > max_len)
+        __builtin_trap(); /* longer than the model takes */
+    for (size_t k = 0; k < t->len; k++)
+        if (t->ids[k] < 0 || t->ids[k] >= VOCAB_SIZE)
+            __builtin_trap(); /* an id out of range got through */
+}
+
+static void parse_as(srv_kind kind, const char *body, size_t len)
+{
+    const srv_settings settings = {.max_sentences = 32, .max_body = 1 << 20};
+    const cli_model *cm = model();
+    int http_status = 0;
+    char err[512] = "";
+    srv_job *job = srv_job_parse(kind, body, len, cm, &settings, &http_status, err, sizeof err);
+    if (!job) {
+        if (http_status != 400 && http_status != 413 && http_status != 500)
+            __builtin_trap(); /* a refusal without a client or server error status */
+        char *answer = srv_error_json("bad_request", err);
+        if (!answer)
+            __builtin_trap(); /* the message cannot be sent as JSON (invalid UTF-8?) */
+        free(answer);
+        return;
+    }
+    if (job->n == 0 || job->n > (size_t)settings.max_sentences)
+        __builtin_trap();
+    for (size_t i = 0; i < job->n; i++) {
+        check_tokens(&job->src[i], MAX_POSITIONS);
+        if (kind == SRV_SCORE) {
+            check_tokens(&job->tgt[i], MAX_POSITIONS - 1);
+            job->logprobs[i] = calloc(job->tgt[i].len + 1, sizeof **job->logprobs);
+            if (!job->logprobs[i])
+                abort();
+        }
+    }
+    char *answer = srv_job_answer(job, cm);
+    json_error_t jerr;
+    json_t *parsed = answer ? json_loads(answer, 0, &jerr) : NULL;
+    if (!parsed)
+        __builtin_trap(); /* the answer is not JSON */
+    json_decref(parsed);
+    free(answer);
+    srv_job_free(job);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    parse_as(SRV_TRANSLATE, (const char *)data, size);
+    parse_as(SRV_SCORE, (const char *)data, size);
+    return 0;
+}
