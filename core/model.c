@@ -20,6 +20,7 @@ typedef struct builder {
     float *staging; /* room for the largest weight before packing */
     float *scales;  /* room for its rows' scales, when staged as int8 */
     int staged_i8;  /* the staged weight is int8 values + scales, not floats */
+    int checking;   /* the pass before any allocation: fetches check, nothing is kept */
     char *err;
     size_t err_len;
 } builder;
@@ -51,6 +52,10 @@ static int out_of_memory(builder *b, const char *what)
 static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t ndim,
                        int optional, float **out)
 {
+    if (b->checking) {
+        *out = NULL;
+        return b->src->fetch(b->src->ctx, name, shape, ndim, optional, 0, NULL, b->err, b->err_len);
+    }
     size_t count = 1;
     for (size_t i = 0; i < ndim; i++)
         count *= shape[i];
@@ -87,6 +92,8 @@ static void *arena_take(tessera_model *m, size_t bytes)
 static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t k,
                      const float *bias, tsr_packed_linear *lin)
 {
+    if (b->checking)
+        return 0;
     const tsr_kernels *kern = b->m->kernels;
     lin->n = n;
     lin->k = k;
@@ -110,6 +117,8 @@ static int fetch_weight(builder *b, const char *name, size_t n, size_t k)
 {
     size_t shape[2] = {n, k};
     b->staged_i8 = 0;
+    if (b->checking)
+        return b->src->fetch(b->src->ctx, name, shape, 2, 0, 0, NULL, b->err, b->err_len);
     if (b->m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
         int rc = b->src->fetch_i8(b->src->ctx, name, n, k, (int8_t *)b->staging, b->scales,
                                   b->err, b->err_len);
@@ -166,7 +175,7 @@ static int fetch_cross_attention(builder *b, const char *prefix, tsr_cross_atten
     TSR_TRY(fetch_in_proj(b, prefix, &bias));
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
     TSR_TRY(pack_rows(b, name, 0, d, d, bias, &a->q));
-    TSR_TRY(pack_rows(b, name, d, 2 * d, d, bias + d, &a->kv));
+    TSR_TRY(pack_rows(b, name, d, 2 * d, d, bias ? bias + d : NULL, &a->kv));
     snprintf(name, sizeof name, "%s.out_proj", prefix);
     return fetch_linear(b, name, d, d, &a->out);
 }
@@ -251,6 +260,11 @@ static int fetch_embeddings(builder *b)
     TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb));
     if (m->cfg.n_decoder_layers > 0)
         TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb));
+    if (b->checking) {
+        int rc = b->src->fetch(b->src->ctx, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
+                               NULL, b->err, b->err_len);
+        return rc < 0 ? rc : 0;
+    }
     m->positions = model_alloc(m, P * d);
     if (!m->positions)
         return out_of_memory(b, "positional_encoding.pos_embedding");
@@ -290,16 +304,22 @@ static size_t panel_bytes(const tsr_kernels *k, tsr_weight_type t, size_t n, siz
     return whole_lines(k->pack_bytes(k, t, n, in));
 }
 
-/* Bytes of every packed panel, as pack_rows will carve them. */
+/* a + b and a * b, saturating at SIZE_MAX (which no allocation then gets). */
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* Bytes of every packed panel, as pack_rows will carve them; SIZE_MAX when
+ * that does not fit a size_t (the allocation then fails, cleanly). */
 static size_t arena_size(const tessera_config *c, const tsr_kernels *k, tsr_weight_type t)
 {
     size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, v = (size_t)c->tgt_vocab_size;
-    size_t ffn = panel_bytes(k, t, f, d) + panel_bytes(k, t, d, f);
-    size_t self = panel_bytes(k, t, 3 * d, d) + panel_bytes(k, t, d, d);
-    size_t cross = panel_bytes(k, t, d, d) + panel_bytes(k, t, 2 * d, d) + panel_bytes(k, t, d, d);
-    return (size_t)c->n_encoder_layers * (self + ffn) +
-           (size_t)c->n_decoder_layers * (self + cross + ffn) +
-           (c->n_decoder_layers > 0 ? panel_bytes(k, t, v, d) : 0);
+    size_t ffn = sat_add(panel_bytes(k, t, f, d), panel_bytes(k, t, d, f));
+    size_t self = sat_add(panel_bytes(k, t, 3 * d, d), panel_bytes(k, t, d, d));
+    size_t cross = sat_add(sat_add(panel_bytes(k, t, d, d), panel_bytes(k, t, 2 * d, d)),
+                           panel_bytes(k, t, d, d));
+    size_t enc = sat_mul((size_t)c->n_encoder_layers, sat_add(self, ffn));
+    size_t dec = sat_mul((size_t)c->n_decoder_layers, sat_add(sat_add(self, cross), ffn));
+    return sat_add(sat_add(enc, dec), c->n_decoder_layers > 0 ? panel_bytes(k, t, v, d) : 0);
 }
 
 static void relocate_linear(tsr_packed_linear *w, const unsigned char *from, unsigned char *to)
@@ -414,15 +434,20 @@ static int build_all(builder *b)
 {
     tessera_model *m = b->m;
     size_t n_enc = (size_t)m->cfg.n_encoder_layers, n_dec = (size_t)m->cfg.n_decoder_layers;
-    m->enc = tsr_calloc(n_enc, sizeof *m->enc);
-    m->dec = tsr_calloc(n_dec, sizeof *m->dec);
-    if (!m->enc || (n_dec > 0 && !m->dec))
-        return out_of_memory(b, "layers");
+    /* The checking pass fills one scratch layer over and over. */
+    tsr_encoder_layer scratch_enc;
+    tsr_decoder_layer scratch_dec;
+    if (!b->checking) {
+        m->enc = tsr_calloc(n_enc, sizeof *m->enc);
+        m->dec = tsr_calloc(n_dec, sizeof *m->dec);
+        if (!m->enc || (n_dec > 0 && !m->dec))
+            return out_of_memory(b, "layers");
+    }
     TSR_TRY(fetch_embeddings(b));
     for (size_t i = 0; i < n_enc; i++)
-        TSR_TRY(fetch_encoder_layer(b, i, &m->enc[i]));
+        TSR_TRY(fetch_encoder_layer(b, i, b->checking ? &scratch_enc : &m->enc[i]));
     for (size_t i = 0; i < n_dec; i++)
-        TSR_TRY(fetch_decoder_layer(b, i, &m->dec[i]));
+        TSR_TRY(fetch_decoder_layer(b, i, b->checking ? &scratch_dec : &m->dec[i]));
     TSR_TRY(fetch_norm(b, "transformer.encoder.norm", 1, &m->enc_norm));
     if (n_dec == 0)
         return 0; /* an encoder alone: no decoder norm, no generator */
@@ -450,14 +475,24 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
     m->d_head = m->d / m->n_heads;
     m->emb_scale = cfg->scale_embedding ? sqrtf((float)cfg->d_model) : 1.0f;
 
+    /* Every tensor the config needs, present with its shape and a dtype the
+     * load reads, before anything is sized from the config: a config that
+     * declares more layers than the file holds names the first missing
+     * tensor instead of running out of memory trying. */
+    builder check = {.m = m, .src = src, .err = err, .err_len = err_len, .checking = 1};
+    int rc = build_all(&check);
+    if (rc != 0) {
+        tessera_model_free(m);
+        return rc;
+    }
+
     m->arena_bytes = arena_size(cfg, kernels, m->weight_type);
     m->arena = tsr_alloc(m->arena_bytes, 1);
     m->weight_bytes += m->arena_bytes;
     builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
     b.staging = tsr_alloc_floats(largest_weight(cfg));
     b.scales = tsr_alloc_floats(largest_rows(cfg));
-    int rc = b.staging && b.scales && m->arena ? build_all(&b)
-                                               : out_of_memory(&b, "packed weights");
+    rc = b.staging && b.scales && m->arena ? build_all(&b) : out_of_memory(&b, "packed weights");
     tsr_free(b.staging);
     tsr_free(b.scales);
     if (rc == 0)

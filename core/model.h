@@ -98,7 +98,9 @@ int tsr_model_copy_for_node(const tessera_model *m, int node);
  * `name`, which must have exactly `shape` (or, with rows_at_least, at least
  * shape[0] rows, of which only the first shape[0] are read). Returns 0 when
  * filled, 1 when the tensor is absent and `optional`, -1 with a message
- * naming the tensor otherwise. */
+ * naming the tensor otherwise. With dst NULL it only checks (the pass that
+ * runs before the model allocates anything): present, of that shape and of
+ * a dtype the load reads. */
 typedef struct tsr_weight_source {
     int (*fetch)(void *ctx, const char *name, const size_t *shape, size_t ndim, int optional,
                  int rows_at_least, float *dst, char *err, size_t err_len);

@@ -128,6 +128,18 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
     return 0;
 }
 
+/* A NaN or an infinity in the weights makes every translation garbage without
+ * a word: it is an error at load, naming the tensor and the first bad value
+ * (counted in the tensor's row-major order). */
+static int check_finite(const char *name, const float *x, size_t n, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return tsr_fail(err, err_len, "tensor '%s': value %zu is %s; weights must be finite",
+                            name, i, isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf");
+    return 0;
+}
+
 static int fetch_from_file(void *ctx, const char *name, const size_t *shape, size_t ndim,
                            int optional, int rows_at_least, float *dst, char *err, size_t err_len)
 {
@@ -148,26 +160,35 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
         count *= shape[i];
     switch (t->dtype) {
     case TSR_DTYPE_F32:
-        memcpy(dst, t->data, count * sizeof(float));
-        return 0;
+        if (dst)
+            memcpy(dst, t->data, count * sizeof(float));
+        break;
     case TSR_DTYPE_F16:
-        fs->kernels->f16_to_f32(t->data, count, dst);
-        return 0;
+        if (dst)
+            fs->kernels->f16_to_f32(t->data, count, dst);
+        break;
     case TSR_DTYPE_BF16:
-        fs->kernels->bf16_to_f32(t->data, count, dst);
-        return 0;
+        if (dst)
+            fs->kernels->bf16_to_f32(t->data, count, dst);
+        break;
     case TSR_DTYPE_I8:
         if (!is_linear_weight(name, ndim))
             return tsr_fail(err, err_len,
                             "tensor '%s': dtype I8 is only for linear weights (with a '%s_scale' "
                             "tensor); expected F32, F16 or BF16",
                             name, name);
-        return dequantize(&fs->st, t, shape[0], count / (shape[0] ? shape[0] : 1), dst, err,
-                          err_len);
+        if (!dst) {
+            const unsigned char *unused;
+            return read_scales(&fs->st, t, shape[0], NULL, &unused, err, err_len);
+        }
+        TSR_TRY(dequantize(&fs->st, t, shape[0], count / (shape[0] ? shape[0] : 1), dst, err,
+                           err_len));
+        break;
     default:
         return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16%s", name,
                         t->dtype_name, is_linear_weight(name, ndim) ? " (or I8 with a scale)" : "");
     }
+    return dst ? check_finite(name, dst, count, err, err_len) : 0;
 }
 
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)

@@ -775,6 +775,45 @@ Test(cli, missing_tensor)
     test_run_free(&r);
 }
 
+/* A config that declares far more layers than the file holds fails at once,
+ * naming the first missing tensor, before anything is sized from it (not
+ * "out of memory" after trying to allocate 16 777 216 layers). */
+Test(cli, config_with_more_layers_than_the_file, .timeout = 30)
+{
+    model->config.n_encoder_layers = 16777216;
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "model.safetensors",
+                   "tensor 'transformer.encoder.layers.1.self_attn.in_proj_bias': missing", 0);
+    test_run_free(&r);
+}
+
+/* A NaN or an infinity in the weights is an error at load that names the
+ * tensor and the first bad value, whatever the compute type. */
+Test(cli, weights_must_be_finite)
+{
+    mw_find(model, "transformer.decoder.layers.0.linear1.weight")->values[13] = NAN;
+    mw_write(model, dir);
+    static const char *const types[] = {"f32", "bf16", "int8"};
+    for (size_t i = 0; i < 3; i++) {
+        test_run r = translate("4 5\n", "--compute-type", types[i]);
+        expect_failure(&r, "tensor 'transformer.decoder.layers.0.linear1.weight': value 13 is NaN",
+                       NULL, 0);
+        test_run_free(&r);
+    }
+    mw_find(model, "transformer.decoder.layers.0.linear1.weight")->values[13] = 0.5f;
+    mw_find(model, "src_tok_emb.embedding.weight")->values[20] = -INFINITY;
+    mw_write(model, dir);
+    test_run r = translate("4 5\n");
+    expect_failure(&r, "tensor 'src_tok_emb.embedding.weight': value 20 is -inf", NULL, 0);
+    test_run_free(&r);
+    mw_set_dtype(model, "src_tok_emb.embedding.weight", "F16");
+    mw_write(model, dir);
+    r = translate("4 5\n");
+    expect_failure(&r, "tensor 'src_tok_emb.embedding.weight': value 20 is -inf", NULL, 0);
+    test_run_free(&r);
+}
+
 Test(cli, wrong_shape)
 {
     mw_set_shape(model, "transformer.encoder.layers.0.linear2.weight", 2, (size_t[]){12, 8});
