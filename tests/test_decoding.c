@@ -43,7 +43,7 @@ Test(decoding, streams_differ_by_sentence_and_seed)
 }
 
 #define V 6
-static tsr_sample_entry scratch[64];
+static tsr_sample_entry scratch[128]; /* room for the widest vocabulary below (100) */
 
 /* log-probabilities of p = {0.1, 0.4, 0.05, 0.3, 0.15, 0} (token 5 forbidden). */
 static void distribution(float lp[V])
