@@ -2,6 +2,18 @@
 #ifndef TSR_TESTS_TESTUTIL_H
 #define TSR_TESTS_TESTUTIL_H
 
+/* TEST_UNDER_SANITIZER: built with AddressSanitizer or ThreadSanitizer,
+ * which reserve terabytes of address space (no RLIMIT_AS or ulimit -v test
+ * can run) and keep freed memory in quarantine (resident sizes are theirs,
+ * not the program's). Tests of those skip, by name, in such builds. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TEST_UNDER_SANITIZER 1
+#endif
+#endif
+
 #include <stddef.h>
 
 /* $TESSERA_TEST_SRCDIR / $TESSERA_TEST_BUILDDIR (set by make check), or "." */
