@@ -27,8 +27,14 @@ size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, siz
     return panels_of(n, cfg->nr) * cfg->nr * k * value;
 }
 
-/* Read W row by row (contiguous), write each into its column of the panel;
- * the padding columns are zero. */
+/* Values of a row packed at a time: a block of the panel (PACK_DEPTH x nr
+ * values, 8 KiB for nr 32) stays in L1 while every row writes its column of
+ * it, where whole columns (the panel is k x nr, 64 KiB and more) would
+ * evict each line before the next row's write to it. */
+#define PACK_DEPTH 64
+
+/* Read W row by row (contiguous), write each into its column of the panel,
+ * PACK_DEPTH values deep at a time; the padding columns are zero. */
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
                           size_t n, size_t k, void *panels)
 {
@@ -49,13 +55,16 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
         uint16_t *h = (uint16_t *)panels + j * nr * k;
         if (cols < nr)
             memset(bf16 ? (void *)h : (void *)f32, 0, nr * k * value);
-        for (size_t c = 0; c < cols; c++) {
-            const float *w_row = w + (j * nr + c) * k;
-            for (size_t p = 0; p < k; p++) {
-                if (bf16)
-                    h[p * nr + c] = tsr_f32_to_bf16(w_row[p]);
-                else
-                    f32[p * nr + c] = w_row[p];
+        for (size_t p0 = 0; p0 < k; p0 += PACK_DEPTH) {
+            size_t p1 = k - p0 < PACK_DEPTH ? k : p0 + PACK_DEPTH;
+            for (size_t c = 0; c < cols; c++) {
+                const float *w_row = w + (j * nr + c) * k;
+                for (size_t p = p0; p < p1; p++) {
+                    if (bf16)
+                        h[p * nr + c] = tsr_f32_to_bf16(w_row[p]);
+                    else
+                        f32[p * nr + c] = w_row[p];
+                }
             }
         }
     }
