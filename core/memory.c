@@ -109,17 +109,25 @@ void tsr_free(void *p)
 
 /* Transparent huge pages come in 2 MiB on x86-64 and AArch64 (4 KiB base). */
 #define HUGE_PAGE ((size_t)2 << 20)
+#define SMALL_PAGE ((size_t)4096)
 
-static size_t whole_pages(size_t bytes)
+/* A block smaller than a huge page is left in small pages: a huge one would
+ * make each small model's few blocks 2 MiB of resident memory apiece. */
+static size_t block_len(size_t bytes)
 {
-    return (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    size_t page = bytes >= HUGE_PAGE ? HUGE_PAGE : SMALL_PAGE;
+    return (bytes + page - 1) / page * page;
 }
 
 void *tsr_alloc_pages(size_t bytes)
 {
     if (bytes == 0 || bytes > SIZE_MAX - 2 * HUGE_PAGE || fault())
         return NULL;
-    size_t len = whole_pages(bytes);
+    size_t len = block_len(bytes);
+    if (len < HUGE_PAGE) {
+        void *small = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return small == MAP_FAILED ? NULL : held(small);
+    }
     /* Map one huge page more than needed and give back the ends, so that
      * the block starts on a huge-page boundary. */
     unsigned char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
@@ -130,8 +138,8 @@ void *tsr_alloc_pages(size_t bytes)
     unsigned char *p = (unsigned char *)start;
     if (p > raw)
         munmap(raw, (size_t)(p - raw));
-    if (raw + HUGE_PAGE > p)
-        munmap(p + len, (size_t)(raw + HUGE_PAGE - p));
+    /* p < raw + HUGE_PAGE: the tail past the block is never empty. */
+    munmap(p + len, (size_t)(raw + HUGE_PAGE - p));
 #ifdef MADV_HUGEPAGE
     /* Advice only: where THP is off or absent this fails and 4 KiB pages do. */
     (void)madvise(p, len, MADV_HUGEPAGE);
@@ -146,7 +154,7 @@ void tsr_free_pages(void *p, size_t bytes)
 #ifdef TSR_ALLOC_FAULTS
     atomic_fetch_sub(&live, 1);
 #endif
-    munmap(p, whole_pages(bytes));
+    munmap(p, block_len(bytes));
 }
 
 int tsr_buffer_reserve(tsr_buffer *b, size_t n)

@@ -29,7 +29,8 @@ char *tsr_strdup(const char *s);
  * transparent huge pages where the system offers them, because faulting
  * such a block in 4 KiB at a time costs more than filling it (a 228 MB
  * file: 0.8 s of page faults against 27 ms with huge pages, issue 16).
- * Zero-filled; NULL on failure. Release with tsr_free_pages and the same
+ * A block under 2 MiB is whole 4 KiB pages, unadvised. Zero-filled; NULL on
+ * failure. Release with tsr_free_pages and the same
  * byte count. */
 void *tsr_alloc_pages(size_t bytes);
 void tsr_free_pages(void *p, size_t bytes);
