@@ -147,6 +147,7 @@ int cli_model_open(const cli_options *o, cli_model *cm)
     tessera_load_options_init(&load);
     load.compute_type = o->compute_type;
     load.numa = o->numa;
+    load.threads = o->threads;
     if (tessera_model_load_with(cm->dir, &load, &cm->model, err, sizeof err) != 0) {
         cli_model_close(cm);
         return cli_error("%s", err);

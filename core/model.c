@@ -2,7 +2,14 @@
  * names is fetched by name, checked for shape, widened to float32 and, for
  * linear layers, packed for the kernel set in use; with compute type int8, a
  * linear weight the source holds as int8 (an I8 file) is packed from its
- * values and scales as they are, never widened. */
+ * values and scales as they are, never widened.
+ *
+ * Three passes: the checking pass validates every tensor and sizes the two
+ * blocks (plain tensors, packed panels) before anything is allocated; the
+ * layout pass gives every tensor its place in them, queueing one job per
+ * tensor; the jobs then fetch (and, linear weights, pack) their tensors on
+ * the load's threads, largest first, each writing only its own place, so the
+ * bytes do not depend on the thread count. */
 #include "core/model.h"
 
 #include <math.h>
@@ -14,32 +21,55 @@
 #include "core/memory.h"
 #include "core/runtime.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* One tensor to fetch: a plain one into its place (dst), or a linear
+ * weight [n][k] to stage and pack as one layer or, for cross-attention's
+ * in_proj, as two (rows split). */
+typedef struct load_job {
+    char name[256];
+    size_t shape[3], ndim;
+    int rows_at_least;           /* the positions: a file may hold more rows */
+    float *dst;                  /* a plain tensor's place, else NULL */
+    tsr_packed_linear *parts[2]; /* laid out: n, k, bias, type, panels set */
+    size_t part_row0[2];
+    int n_parts;
+    int rc;
+    char err[512];
+} load_job;
+
 typedef struct builder {
     tessera_model *m;
     const tsr_weight_source *src;
-    float *staging; /* room for the largest weight before packing */
-    float *scales;  /* room for its rows' scales, when staged as int8 */
-    int staged_i8;  /* the staged weight is int8 values + scales, not floats */
-    int checking;   /* the pass before any allocation: fetches check, nothing is kept */
+    int checking;         /* the pass before any allocation: fetches check, nothing is kept */
+    size_t plain_floats;  /* checking: the plain block's size, counted */
+    size_t largest;       /* checking: the values of the largest tensor */
+    size_t n_jobs;        /* checking: counted; layout: queued */
+    load_job *jobs;       /* layout: [n_jobs of the checking pass] */
     char *err;
     size_t err_len;
 } builder;
 
+/* a + b and a * b, saturating at SIZE_MAX (which no allocation then gets). */
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* Floats rounded up to whole 64-byte lines, so every tensor stays aligned. */
+static size_t whole_line_floats(size_t floats)
+{
+    return (floats + 15) / 16 * 16;
+}
+
 static void *model_alloc(tessera_model *m, size_t floats)
 {
-    if (m->n_blocks == m->cap_blocks) {
-        size_t cap = m->cap_blocks ? 2 * m->cap_blocks : 64;
-        void **blocks = tsr_realloc(m->blocks, cap * sizeof *blocks);
-        if (!blocks)
-            return NULL;
-        m->blocks = blocks;
-        m->cap_blocks = cap;
-    }
-    float *p = tsr_alloc_floats(floats);
-    if (p) {
-        m->blocks[m->n_blocks++] = p;
-        m->weight_bytes += floats * sizeof(float);
-    }
+    size_t rounded = whole_line_floats(floats);
+    if (rounded > m->plain_floats - m->plain_used)
+        return NULL;
+    float *p = m->plain + m->plain_used;
+    m->plain_used += rounded;
+    m->weight_bytes += floats * sizeof(float);
     return p;
 }
 
@@ -48,25 +78,44 @@ static int out_of_memory(builder *b, const char *what)
     return tsr_fail_oom(b->err, b->err_len, "out of memory while loading '%s'", what);
 }
 
-/* A plain float tensor kept as is (embeddings, norms, biases). */
-static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t ndim,
-                       int optional, float **out)
+/* Queues tensor `name` for fetching (into dst, when plain). */
+static load_job *queue_job(builder *b, const char *name, const size_t *shape, size_t ndim,
+                           int rows_at_least, float *dst)
 {
-    if (b->checking) {
-        *out = NULL;
-        return b->src->fetch(b->src->ctx, name, shape, ndim, optional, 0, NULL, b->err, b->err_len);
-    }
+    load_job *job = &b->jobs[b->n_jobs++];
+    snprintf(job->name, sizeof job->name, "%s", name);
+    memcpy(job->shape, shape, ndim * sizeof *shape);
+    job->ndim = ndim;
+    job->rows_at_least = rows_at_least;
+    job->dst = dst;
+    return job;
+}
+
+/* A plain float tensor kept as is (embeddings, positions, norms, biases),
+ * `rows_at_least` as for the source's fetch; returns 1 with *out NULL for an
+ * absent optional one. */
+static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t ndim,
+                       int optional, int rows_at_least, float **out)
+{
     size_t count = 1;
     for (size_t i = 0; i < ndim; i++)
         count *= shape[i];
+    *out = NULL;
+    /* Present (and, checking, of a shape and dtype the load reads)? */
+    int rc = b->src->fetch(b->src->ctx, name, shape, ndim, optional, rows_at_least, NULL, NULL,
+                           b->err, b->err_len);
+    if (b->checking) {
+        b->plain_floats = sat_add(b->plain_floats, whole_line_floats(count));
+        b->largest = count > b->largest ? count : b->largest;
+        b->n_jobs++;
+        return rc;
+    }
+    if (rc != 0)
+        return rc;
     float *dst = model_alloc(b->m, count);
     if (!dst)
         return out_of_memory(b, name);
-    int rc = b->src->fetch(b->src->ctx, name, shape, ndim, optional, 0, dst, b->err, b->err_len);
-    if (rc != 0) {
-        *out = NULL;
-        return rc;
-    }
+    queue_job(b, name, shape, ndim, rows_at_least, dst);
     *out = dst;
     return 0;
 }
@@ -88,7 +137,8 @@ static void *arena_take(tessera_model *m, size_t bytes)
     return p;
 }
 
-/* Packs rows [row0, row0 + n) of a staged [*][k] weight into a linear layer. */
+/* Lays rows [row0, row0 + n) of the weight fetch_weight queued last out as
+ * a linear layer in the arena; its job packs it. */
 static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t k,
                      const float *bias, tsr_packed_linear *lin)
 {
@@ -102,32 +152,24 @@ static int pack_rows(builder *b, const char *name, size_t row0, size_t n, size_t
     lin->panels = arena_take(b->m, kern->pack_bytes(kern, lin->type, n, k));
     if (!lin->panels)
         return out_of_memory(b, name);
-    if (b->staged_i8)
-        kern->pack_linear_i8(kern, (const int8_t *)b->staging + row0 * k, b->scales + row0, n, k,
-                             lin->panels);
-    else
-        kern->pack_linear(kern, lin->type, b->staging + row0 * k, n, k, lin->panels);
+    load_job *job = &b->jobs[b->n_jobs - 1];
+    job->parts[job->n_parts] = lin;
+    job->part_row0[job->n_parts++] = row0;
     return 0;
 }
 
-/* Stages the linear weight `name` [n][k] for pack_rows: as the source's int8
- * values and scales when the model computes in int8 and the source holds it
- * so (never widened to float32), as floats otherwise. */
+/* Queues the linear weight `name` [n][k] for fetching and packing (the
+ * checking pass checks it and counts it). */
 static int fetch_weight(builder *b, const char *name, size_t n, size_t k)
 {
     size_t shape[2] = {n, k};
-    b->staged_i8 = 0;
-    if (b->checking)
-        return b->src->fetch(b->src->ctx, name, shape, 2, 0, 0, NULL, b->err, b->err_len);
-    if (b->m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
-        int rc = b->src->fetch_i8(b->src->ctx, name, n, k, (int8_t *)b->staging, b->scales,
-                                  b->err, b->err_len);
-        if (rc <= 0) {
-            b->staged_i8 = rc == 0;
-            return rc;
-        }
+    if (b->checking) {
+        b->n_jobs++;
+        b->largest = n * k > b->largest ? n * k : b->largest;
+        return b->src->fetch(b->src->ctx, name, shape, 2, 0, 0, NULL, NULL, b->err, b->err_len);
     }
-    return b->src->fetch(b->src->ctx, name, shape, 2, 0, 0, b->staging, b->err, b->err_len);
+    queue_job(b, name, shape, 2, 0, NULL);
+    return 0;
 }
 
 /* Fetches PREFIX.weight [n][k] and PREFIX.bias [n] into a packed layer. */
@@ -137,7 +179,7 @@ static int fetch_linear(builder *b, const char *prefix, size_t n, size_t k, tsr_
     size_t bshape[1] = {n};
     float *bias;
     snprintf(name, sizeof name, "%s.bias", prefix);
-    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, &bias));
+    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, 0, &bias));
     snprintf(name, sizeof name, "%s.weight", prefix);
     TSR_TRY(fetch_weight(b, name, n, k));
     return pack_rows(b, name, 0, n, k, bias, lin);
@@ -150,7 +192,7 @@ static int fetch_in_proj(builder *b, const char *prefix, float **bias)
     size_t d = b->m->d;
     size_t bshape[1] = {3 * d};
     snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
-    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, bias));
+    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, 0, bias));
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
     return fetch_weight(b, name, 3 * d, d);
 }
@@ -187,7 +229,7 @@ static int fetch_norm(builder *b, const char *prefix, int optional, tsr_norm *no
     char name[256];
     size_t shape[1] = {b->m->d};
     snprintf(name, sizeof name, "%s.weight", prefix);
-    int rc = fetch_plain(b, name, shape, 1, optional, &norm->gamma);
+    int rc = fetch_plain(b, name, shape, 1, optional, 0, &norm->gamma);
     if (rc < 0)
         return rc;
     snprintf(name, sizeof name, "%s.bias", prefix);
@@ -195,7 +237,7 @@ static int fetch_norm(builder *b, const char *prefix, int optional, tsr_norm *no
         norm->gamma = norm->beta = NULL;
         return 0;
     }
-    return fetch_plain(b, name, shape, 1, 0, &norm->beta);
+    return fetch_plain(b, name, shape, 1, 0, 0, &norm->beta);
 }
 
 static int fetch_ffn(builder *b, const char *prefix, tsr_packed_linear *ff1, tsr_packed_linear *ff2)
@@ -242,12 +284,15 @@ static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
  * double and rounded once. */
 static void sinusoid(float *pe, size_t max_positions, size_t d)
 {
-    for (size_t p = 0; p < max_positions; p++)
-        for (size_t j = 0; j < d; j++) {
-            size_t two_i = j & ~(size_t)1;
-            double angle = (double)p / pow(10000.0, (double)two_i / (double)d);
+    /* Column by column: one pow per column, not per value. */
+    for (size_t j = 0; j < d; j++) {
+        size_t two_i = j & ~(size_t)1;
+        double wavelength = pow(10000.0, (double)two_i / (double)d);
+        for (size_t p = 0; p < max_positions; p++) {
+            double angle = (double)p / wavelength;
             pe[p * d + j] = (float)((j & 1) ? cos(angle) : sin(angle));
         }
+    }
 }
 
 static int fetch_embeddings(builder *b)
@@ -257,23 +302,18 @@ static int fetch_embeddings(builder *b)
     size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     size_t pos_shape[3] = {P, 1, d};
-    TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, &m->src_emb));
+    TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
     if (m->cfg.n_decoder_layers > 0)
-        TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, &m->tgt_emb));
-    if (b->checking) {
-        int rc = b->src->fetch(b->src->ctx, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
-                               NULL, b->err, b->err_len);
+        TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, 0, &m->tgt_emb));
+    int rc = fetch_plain(b, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
+                         &m->positions);
+    if (rc != 1 || b->checking)
         return rc < 0 ? rc : 0;
-    }
+    /* Not in the source: the sinusoid (its room was counted all the same). */
     m->positions = model_alloc(m, P * d);
     if (!m->positions)
         return out_of_memory(b, "positional_encoding.pos_embedding");
-    int rc = b->src->fetch(b->src->ctx, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
-                           m->positions, b->err, b->err_len);
-    if (rc < 0)
-        return rc;
-    if (rc == 1)
-        sinusoid(m->positions, P, d);
+    sinusoid(m->positions, P, d);
     return 0;
 }
 
@@ -303,10 +343,6 @@ static size_t panel_bytes(const tsr_kernels *k, tsr_weight_type t, size_t n, siz
 {
     return whole_lines(k->pack_bytes(k, t, n, in));
 }
-
-/* a + b and a * b, saturating at SIZE_MAX (which no allocation then gets). */
-static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
 
 /* Bytes of every packed panel, as pack_rows will carve them; SIZE_MAX when
  * that does not fit a size_t (the allocation then fails, cleanly). */
@@ -413,7 +449,7 @@ static int place_weights(tessera_model *m, const char *numa, char *err, size_t e
     if (rc != 0)
         goto done;
     relocate(m, m->arena, m->replicas[0]);
-    tsr_free(m->arena);
+    tsr_free_pages(m->arena, m->arena_bytes);
     m->arena = NULL;
     m->weight_bytes += (size_t)(n - 1) * bytes;
 done:
@@ -455,9 +491,134 @@ static int build_all(builder *b)
     return fetch_linear(b, "generator", (size_t)m->cfg.tgt_vocab_size, m->d, &m->generator);
 }
 
+/* Where a job fetches a weight before packing it: room for the largest
+ * weight as floats (or int8 values), its rows' scales, and the fetch's
+ * scratch. One per thread, allocated before the threads start, reused from
+ * job to job (its pages are faulted in once, not per weight). */
+typedef struct staging {
+    float *values;
+    float *scales;
+    void *scratch;
+} staging;
+
+/* Fetches job's tensor: a plain one into its place; a linear weight into
+ * the staging, then packed into its parts. */
+static void run_job(const tessera_model *m, const tsr_weight_source *src, const staging *st,
+                    load_job *job)
+{
+    if (job->dst) {
+        job->rc = src->fetch(src->ctx, job->name, job->shape, job->ndim, 0, job->rows_at_least,
+                             job->dst, st->scratch, job->err, sizeof job->err);
+        return;
+    }
+    const tsr_kernels *kern = m->kernels;
+    size_t n = job->shape[0], k = job->shape[1];
+    const float *w = st->values;
+    int staged_i8 = 0;
+    int rc = 1;
+    if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
+        rc = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales, job->err,
+                           sizeof job->err);
+        staged_i8 = rc == 0;
+    }
+    if (rc == 1)
+        rc = src->fetch(src->ctx, job->name, job->shape, 2, 0, 0, st->values, st->scratch,
+                        job->err, sizeof job->err);
+    job->rc = rc;
+    if (rc != 0)
+        return;
+    for (int i = 0; i < job->n_parts; i++) {
+        tsr_packed_linear *lin = job->parts[i];
+        size_t row0 = job->part_row0[i];
+        if (staged_i8)
+            kern->pack_linear_i8(kern, (const int8_t *)st->values + row0 * k, st->scales + row0,
+                                 lin->n, lin->k, lin->panels);
+        else
+            kern->pack_linear(kern, lin->type, w + row0 * k, lin->n, lin->k, lin->panels);
+    }
+}
+
+static size_t job_size(const load_job *job)
+{
+    size_t count = 1;
+    for (size_t i = 0; i < job->ndim; i++)
+        count *= job->shape[i];
+    return count;
+}
+
+/* Largest first, then in queue order: a stable order for the threads to
+ * take jobs in, and the longest ones never last. */
+static int larger_job_first(const void *a, const void *b)
+{
+    const load_job *x = *(load_job *const *)a, *y = *(load_job *const *)b;
+    if (job_size(x) != job_size(y))
+        return job_size(x) < job_size(y) ? 1 : -1;
+    return x < y ? -1 : x > y;
+}
+
+/* Runs the queued jobs on up to `threads` threads, largest first, or, for a
+ * source that is not concurrent, on one in queue order (the random source
+ * draws its values in that order). The error reported is the first failing
+ * job's in queue order, whatever order they ran in. `largest`: the values of
+ * the largest tensor. */
+static int run_jobs(builder *b, const tsr_weight_source *src, int threads, size_t largest)
+{
+    tessera_model *m = b->m;
+    size_t n = b->n_jobs;
+    if (n == 0)
+        return 0;
+    if (!src->concurrent || threads < 1)
+        threads = 1;
+    if ((size_t)threads > n)
+        threads = (int)n;
+    size_t values = largest_weight(&m->cfg), rows = largest_rows(&m->cfg);
+    size_t scratch = tsr_fetch_scratch_bytes(largest > values ? largest : values, rows);
+    staging *st = tsr_calloc((size_t)threads, sizeof *st);
+    load_job **order = tsr_calloc(n, sizeof *order);
+    int rc = st && order ? 0 : out_of_memory(b, "packed weights");
+    /* A scratch is touched only by weights held as F16, BF16 or I8:
+     * untouched, it costs address space, not memory. */
+    for (int t = 0; rc == 0 && t < threads; t++) {
+        st[t].values = tsr_alloc_floats(values);
+        st[t].scales = tsr_alloc_floats(rows);
+        st[t].scratch = tsr_alloc(scratch, 1);
+        if (!st[t].values || !st[t].scales || !st[t].scratch)
+            rc = out_of_memory(b, "packed weights");
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            order[i] = &b->jobs[i];
+        if (src->concurrent)
+            qsort(order, n, sizeof *order, larger_job_first);
+        long count = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long i = 0; i < count; i++) {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            run_job(m, src, &st[t], order[i]);
+        }
+        for (size_t i = 0; i < n && rc == 0; i++)
+            if (b->jobs[i].rc != 0) {
+                snprintf(b->err, b->err_len, "%s", b->jobs[i].err);
+                rc = b->jobs[i].rc;
+            }
+    }
+    for (int t = 0; st && t < threads; t++) {
+        tsr_free(st[t].values);
+        tsr_free(st[t].scales);
+        tsr_free(st[t].scratch);
+    }
+    tsr_free(st);
+    tsr_free(order);
+    return rc;
+}
+
 int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                    tessera_compute_type type, const char *numa, const tsr_weight_source *src,
-                    tessera_model **out, char *err, size_t err_len)
+                    tessera_compute_type type, const char *numa, int threads,
+                    const tsr_weight_source *src, tessera_model **out, char *err,
+                    size_t err_len)
 {
     *out = NULL;
     tessera_model *m = tsr_calloc(1, sizeof *m);
@@ -486,15 +647,30 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
         return rc;
     }
 
+    /* Both blocks from whole (huge) pages: faulting a model's worth of
+     * memory in 4 KiB pages cost more than filling it (issue 16). */
     m->arena_bytes = arena_size(cfg, kernels, m->weight_type);
-    m->arena = tsr_alloc(m->arena_bytes, 1);
+    m->arena = tsr_alloc_pages(m->arena_bytes);
     m->weight_bytes += m->arena_bytes;
+    m->plain_floats = check.plain_floats;
+    m->plain = m->plain_floats < SIZE_MAX / sizeof(float)
+                   ? tsr_alloc_pages(m->plain_floats * sizeof(float))
+                   : NULL;
     builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
-    b.staging = tsr_alloc_floats(largest_weight(cfg));
-    b.scales = tsr_alloc_floats(largest_rows(cfg));
-    rc = b.staging && b.scales && m->arena ? build_all(&b) : out_of_memory(&b, "packed weights");
-    tsr_free(b.staging);
-    tsr_free(b.scales);
+    b.jobs = tsr_calloc(check.n_jobs ? check.n_jobs : 1, sizeof *b.jobs);
+    rc = b.jobs && m->arena && m->plain ? build_all(&b) : out_of_memory(&b, "packed weights");
+    /* On an error in the layout pass (a plain tensor), the weights queued
+     * before it are read too: a bad one among them is met first in order. */
+    if (b.jobs) {
+        char later[512];
+        snprintf(later, sizeof later, "%s", err);
+        int rc_jobs = run_jobs(&b, src, threads, check.largest);
+        if (rc_jobs != 0)
+            rc = rc_jobs;
+        else if (rc != 0)
+            snprintf(err, err_len, "%s", later);
+    }
+    tsr_free(b.jobs);
     if (rc == 0)
         rc = place_weights(m, numa, err, err_len);
     if (rc != 0) {
@@ -509,16 +685,14 @@ void tessera_model_free(tessera_model *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->n_blocks; i++)
-        tsr_free(m->blocks[i]);
     if (m->replica_blocks)
         for (int c = 0; c < m->n_replicas; c++)
             tsr_numa_free(&m->replica_blocks[c]);
     tsr_free(m->replica_blocks);
     tsr_free(m->replicas);
     tsr_free(m->replica_node);
-    tsr_free(m->arena);
-    tsr_free(m->blocks);
+    tsr_free_pages(m->arena, m->arena_bytes);
+    tsr_free_pages(m->plain, m->plain_floats * sizeof(float));
     tsr_free(m->enc);
     tsr_free(m->dec);
     tsr_free(m);

@@ -70,9 +70,10 @@ struct tessera_model {
                                        interleaved) */
     int n_replicas;
 
-    /* Every other allocation above, released by tessera_model_free. */
-    void **blocks;
-    size_t n_blocks, cap_blocks;
+    /* The float tensors kept as they are (embeddings, positions, norms,
+     * biases), carved from one block sized by the checking pass. */
+    float *plain;
+    size_t plain_floats, plain_used;
     size_t weight_bytes;
 };
 
@@ -96,14 +97,15 @@ int tsr_model_copy_for_node(const tessera_model *m, int node);
 /* Where the weights come from: a safetensors file or a random generator.
  * fetch fills dst with the `count` = product(shape) float32 values of tensor
  * `name`, which must have exactly `shape` (or, with rows_at_least, at least
- * shape[0] rows, of which only the first shape[0] are read). Returns 0 when
- * filled, 1 when the tensor is absent and `optional`, -1 with a message
- * naming the tensor otherwise. With dst NULL it only checks (the pass that
- * runs before the model allocates anything): present, of that shape and of
- * a dtype the load reads. */
+ * shape[0] rows, of which only the first shape[0] are read), using `scratch`
+ * (tsr_fetch_scratch_bytes(count, shape[0]) bytes, 64-byte aligned) as it
+ * needs. Returns 0 when filled, 1 when the tensor is absent and `optional`,
+ * a negative status with a message naming the tensor otherwise. With dst
+ * NULL it only checks (the pass that runs before the model allocates
+ * anything): present, of that shape and of a dtype the load reads. */
 typedef struct tsr_weight_source {
     int (*fetch)(void *ctx, const char *name, const size_t *shape, size_t ndim, int optional,
-                 int rows_at_least, float *dst, char *err, size_t err_len);
+                 int rows_at_least, float *dst, void *scratch, char *err, size_t err_len);
     /* A linear weight [rows][cols] already quantized (int8 values in
      * -127..127 and a scale per row), for compute type int8, or NULL when
      * the source has none: returns 1 when the tensor is not held so (the
@@ -112,14 +114,26 @@ typedef struct tsr_weight_source {
     int (*fetch_i8)(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
                     float *scales, char *err, size_t err_len);
     void *ctx;
+    /* Non-zero when fetch and fetch_i8 may run on several threads at once
+     * (a file); a source with state (the random one) is read in order. */
+    int concurrent;
 } tsr_weight_source;
+
+/* The scratch a fetch of `values` values in `rows` rows may use: their
+ * bytes as F16, BF16 or I8 and the rows' I8 scales, each 64-byte aligned. */
+static inline size_t tsr_fetch_scratch_bytes(size_t values, size_t rows)
+{
+    return 2 * values + 4 * rows + 128;
+}
 
 /* Builds a model from a validated config and a weight source, packing with
  * `kernels` for compute type `type` (an explicit type, not
- * TESSERA_COMPUTE_DEFAULT), into *out. Returns 0, or a tessera_status with a
- * message (*out NULL). */
+ * TESSERA_COMPUTE_DEFAULT), into *out, the linear weights on up to `threads`
+ * threads when the source is concurrent (the result does not depend on
+ * how many). Returns 0, or a tessera_status with a message (*out NULL). */
 int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
-                    tessera_compute_type type, const char *numa, const tsr_weight_source *src,
-                    tessera_model **out, char *err, size_t err_len);
+                    tessera_compute_type type, const char *numa, int threads,
+                    const tsr_weight_source *src, tessera_model **out, char *err,
+                    size_t err_len);
 
 #endif

@@ -39,9 +39,11 @@ static int ends_with(const char *s, const char *suffix)
  * generator's EOS bias is pushed down so that decoding runs to max-len, which
  * benchmarks of a fixed number of tokens rely on. */
 static int fetch_random(void *ctx, const char *name, const size_t *shape, size_t ndim,
-                        int optional, int rows_at_least, float *dst, char *err, size_t err_len)
+                        int optional, int rows_at_least, float *dst, void *scratch, char *err,
+                        size_t err_len)
 {
     random_source *rs = ctx;
+    (void)scratch;
     (void)err;
     (void)err_len;
     (void)rows_at_least;
@@ -88,7 +90,7 @@ int tessera_model_random_with(const tessera_config *config, uint64_t seed,
     if (!kernels)
         return TESSERA_ERR_INPUT;
     random_source rs = {seed, config};
-    tsr_weight_source src = {fetch_random, NULL, &rs};
-    return tsr_model_build(config, kernels, type, options ? options->numa : NULL, &src, model,
+    tsr_weight_source src = {.fetch = fetch_random, .ctx = &rs}; /* in order: one state */
+    return tsr_model_build(config, kernels, type, options ? options->numa : NULL, 1, &src, model,
                            err, err_len);
 }

@@ -1,8 +1,9 @@
-/* Reading a safetensors file. The whole file is read into memory and the JSON
- * header is checked completely (dtype, shape, offsets, sizes, overlaps)
- * before any tensor is handed out, so that later code can trust every
- * tsr_tensor_info it gets: its data lies inside the bytes read and holds
- * exactly count elements of its dtype. */
+/* Reading a safetensors file. The JSON header is checked completely (dtype,
+ * shape, offsets, sizes, overlaps) before any tensor is handed out, so that
+ * later code can trust every tsr_tensor_info it gets: its data lies inside
+ * the file as it was opened and holds exactly count elements of its dtype.
+ * The file is read whole into memory, or (for the model load) only its
+ * header, each tensor then read where the caller wants it. */
 #include "core/safetensors.h"
 
 #include <errno.h>
@@ -90,26 +91,29 @@ static void format_shape(const tsr_tensor_info *t, char *buf, size_t len)
  * that says so; one that grows is read as it was when it was opened. */
 #define READ_CHUNK ((size_t)64 << 20)
 
-static int read_whole(int fd, unsigned char *dst, size_t len, char *err, size_t err_len)
+/* len bytes of the file from byte `at` on. */
+static int read_whole(int fd, size_t at, void *dst, size_t len, char *err, size_t err_len)
 {
     size_t done = 0;
     while (done < len) {
         size_t want = len - done < READ_CHUNK ? len - done : READ_CHUNK;
-        ssize_t got = pread(fd, dst + done, want, (off_t)done);
+        ssize_t got = pread(fd, (unsigned char *)dst + done, want, (off_t)(at + done));
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
-            return tsr_fail(err, err_len, "read error at byte %zu: %s", done, strerror(errno));
+            return tsr_fail(err, err_len, "read error at byte %zu: %s", at + done,
+                            strerror(errno));
         if (got == 0)
             return tsr_fail(err, err_len,
-                            "file shrank while being read: %zu bytes of %zu (is it still being "
-                            "written?)", done, len);
+                            "file shrank while being read: it ends at byte %zu, before byte %zu "
+                            "(is it still being written?)", at + done, at + len);
         done += (size_t)got;
     }
     return 0;
 }
 
-static int read_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+/* Opens path as a regular file of a size a safetensors file can have. */
+static int open_sized(const char *path, size_t *len, char *err, size_t err_len)
 {
     off_t size;
     int fd = tsr_open_regular(path, &size, err, err_len);
@@ -128,13 +132,22 @@ static int read_file(const char *path, tsr_safetensors *st, char *err, size_t er
             return tsr_fail(err, err_len, "%s (%jd bytes)", problem, (intmax_t)size);
         return tsr_fail(err, err_len, "%s", problem);
     }
-    size_t len = (size_t)size;
+    *len = (size_t)size;
+    return fd;
+}
+
+static int read_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+{
+    size_t len;
+    int fd = open_sized(path, &len, err, err_len);
+    if (fd < 0)
+        return -1;
     unsigned char *bytes = tsr_alloc_pages(len);
     if (!bytes) {
         close(fd);
         return tsr_fail_oom(err, err_len, "out of memory reading it (%zu bytes)", len);
     }
-    int rc = read_whole(fd, bytes, len, err, err_len);
+    int rc = read_whole(fd, 0, bytes, len, err, err_len);
     close(fd);
     if (rc != 0) {
         tsr_free_pages(bytes, len);
@@ -271,7 +284,8 @@ static int parse_entry(const char *name, const json_t *entry, const unsigned cha
                         " bytes but shape %s of %s needs %zu",
                         name, span->begin, span->end, span->end - span->begin, shape_text,
                         dtype->name, t->bytes);
-    t->data = data + span->begin;
+    t->data = data ? data + span->begin : NULL;
+    t->offset = (size_t)span->begin;
     return 0;
 }
 
@@ -350,11 +364,10 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
     return rc;
 }
 
-static int read_header(tsr_safetensors *st, char *err, size_t err_len)
+/* The header length that opens a file of `len` bytes, checked. */
+static int check_header_len(uint64_t header_len, size_t len, char *err, size_t err_len)
 {
-    const unsigned char *bytes = st->bytes;
-    uint64_t header_len = read_le64(bytes);
-    size_t after = st->len - HEADER_LEN_BYTES;
+    size_t after = len - HEADER_LEN_BYTES;
     if (header_len < 2)
         return tsr_fail(err, err_len,
                         "header length %" PRIu64 " is too small for a JSON object", header_len);
@@ -362,10 +375,20 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
         return tsr_fail(err, err_len,
                         "header length %" PRIu64 " exceeds the %zu bytes that follow it",
                         header_len, after);
+    return 0;
+}
+
+/* The JSON header (header_len bytes at `header`) of a file of st->len
+ * bytes, into st's table; `data` is the data section when it was read. */
+static int parse_json_header(tsr_safetensors *st, const unsigned char *header,
+                             uint64_t header_len, const unsigned char *data, char *err,
+                             size_t err_len)
+{
+    size_t after = st->len - HEADER_LEN_BYTES;
     json_error_t jerr;
     /* Duplicate names would make "the tensor called X" ambiguous; any
      * top-level value is decoded so that the error can say what it was. */
-    json_t *root = json_loadb((const char *)bytes + HEADER_LEN_BYTES, (size_t)header_len,
+    json_t *root = json_loadb((const char *)header, (size_t)header_len,
                               JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!root && tsr_json_out_of_memory(&jerr))
         return tsr_fail_oom(err, err_len, "out of memory parsing the header (%" PRIu64 " bytes)",
@@ -377,10 +400,18 @@ static int read_header(tsr_safetensors *st, char *err, size_t err_len)
     if (!json_is_object(root))
         rc = tsr_fail(err, err_len, "header is %s, expected a JSON object", tsr_json_kind(root));
     else
-        rc = parse_header(st, root, bytes + HEADER_LEN_BYTES + header_len,
-                          after - (size_t)header_len, err, err_len);
+        rc = parse_header(st, root, data, after - (size_t)header_len, err, err_len);
     json_decref(root);
     return rc;
+}
+
+static int read_header(tsr_safetensors *st, char *err, size_t err_len)
+{
+    uint64_t header_len = read_le64(st->bytes);
+    TSR_TRY(check_header_len(header_len, st->len, err, err_len));
+    st->data_start = HEADER_LEN_BYTES + (size_t)header_len;
+    return parse_json_header(st, st->bytes + HEADER_LEN_BYTES, header_len,
+                             st->bytes + st->data_start, err, err_len);
 }
 
 int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len)
@@ -391,6 +422,50 @@ int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_
     if (rc != 0)
         tsr_safetensors_close(st);
     return rc;
+}
+
+int tsr_safetensors_open_table(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+{
+    memset(st, 0, sizeof *st);
+    int fd = open_sized(path, &st->len, err, err_len);
+    if (fd < 0)
+        return -1;
+    st->fd = fd;
+    st->fd_open = 1;
+    unsigned char len_bytes[HEADER_LEN_BYTES];
+    int rc = read_whole(fd, 0, len_bytes, HEADER_LEN_BYTES, err, err_len);
+    uint64_t header_len = rc == 0 ? read_le64(len_bytes) : 0;
+    if (rc == 0)
+        rc = check_header_len(header_len, st->len, err, err_len);
+    unsigned char *header = NULL;
+    if (rc == 0 && !(header = tsr_malloc((size_t)header_len)))
+        rc = tsr_fail_oom(err, err_len, "out of memory reading the header (%" PRIu64 " bytes)",
+                          header_len);
+    if (rc == 0)
+        rc = read_whole(fd, HEADER_LEN_BYTES, header, (size_t)header_len, err, err_len);
+    if (rc == 0) {
+        st->data_start = HEADER_LEN_BYTES + (size_t)header_len;
+        rc = parse_json_header(st, header, header_len, NULL, err, err_len);
+    }
+    tsr_free(header);
+    if (rc != 0)
+        tsr_safetensors_close(st);
+    return rc;
+}
+
+int tsr_safetensors_read(const tsr_safetensors *st, const tsr_tensor_info *t, size_t first,
+                         size_t bytes, void *dst, char *err, size_t err_len)
+{
+    if (st->bytes) {
+        memcpy(dst, (const unsigned char *)t->data + first, bytes);
+        return 0;
+    }
+    int rc = read_whole(st->fd, st->data_start + t->offset + first, dst, bytes, err, err_len);
+    if (rc == 0)
+        return 0;
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "tensor '%s'", t->name);
+    return tsr_fail_prefix(rc, err, err_len, prefix);
 }
 
 const tsr_tensor_info *tsr_safetensors_find(const tsr_safetensors *st, const char *name)
@@ -407,5 +482,7 @@ void tsr_safetensors_close(tsr_safetensors *st)
         tsr_free(st->tensors[i].name);
     tsr_free(st->tensors);
     tsr_free_pages(st->bytes, st->len);
+    if (st->fd_open)
+        close(st->fd);
     memset(st, 0, sizeof *st);
 }

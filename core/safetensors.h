@@ -1,7 +1,8 @@
 /* Reading a safetensors file: 8-byte little-endian header length, a JSON
- * header, then the raw little-endian tensor data. The file is read whole (not
- * mapped: see safetensors.c); the header is validated strictly before any
- * tensor is handed out. */
+ * header, then the raw little-endian tensor data. The file is read (never
+ * mapped: see safetensors.c), whole or, for the model load, its header first
+ * and each tensor when it is wanted; the header is validated strictly before
+ * any tensor is handed out. */
 #ifndef TSR_CORE_SAFETENSORS_H
 #define TSR_CORE_SAFETENSORS_H
 
@@ -24,13 +25,17 @@ typedef struct tsr_tensor_info {
     size_t ndim;
     size_t shape[TSR_MAX_DIMS];
     size_t count;      /* product of shape (1 for ndim 0) */
-    const void *data;  /* into bytes; may be unaligned */
+    const void *data;  /* into bytes, when the file was read whole, else NULL; may be unaligned */
+    size_t offset;     /* of its first byte in the data section */
     size_t bytes;
 } tsr_tensor_info;
 
 typedef struct tsr_safetensors {
-    unsigned char *bytes; /* the whole file, as read */
-    size_t len;
+    unsigned char *bytes; /* the whole file, as read; NULL when opened for its table */
+    size_t len;           /* bytes of the file when opened */
+    int fd;               /* opened for its table (fd_open): the file, read by tsr_safetensors_read */
+    int fd_open;
+    size_t data_start;    /* the data section's offset in the file */
     tsr_tensor_info *tensors;
     size_t n_tensors;
 } tsr_safetensors;
@@ -43,10 +48,23 @@ typedef struct tsr_safetensors {
  * tensor or field (without the file name: the caller prefixes it). */
 int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len);
 
+/* The same checks, reading only the header: the file stays open and each
+ * tensor is read when wanted, with tsr_safetensors_read (the model load,
+ * which so never holds a copy of the whole file). */
+int tsr_safetensors_open_table(const char *path, tsr_safetensors *st, char *err, size_t err_len);
+
+/* Copies `bytes` bytes of tensor t from its byte `first` on into dst, from
+ * the file (opened for its table; several threads may read at once) or the
+ * bytes read. The range must lie inside the tensor. A file that has shrunk
+ * since it was opened gives -1 and a message naming the tensor. */
+int tsr_safetensors_read(const tsr_safetensors *st, const tsr_tensor_info *t, size_t first,
+                         size_t bytes, void *dst, char *err, size_t err_len);
+
 /* The tensor called `name`, or NULL. */
 const tsr_tensor_info *tsr_safetensors_find(const tsr_safetensors *st, const char *name);
 
-/* Frees the file's bytes and the table; safe on a zeroed or already-closed struct. */
+/* Frees the file's bytes and the table and closes the file; safe on a
+ * zeroed or already-closed struct. */
 void tsr_safetensors_close(tsr_safetensors *st);
 
 #endif

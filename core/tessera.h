@@ -117,14 +117,19 @@ typedef struct tessera_load_options {
      * reads its node's), "interleave", "local", "off", "auto", or NULL for
      * tessera_set_placement's policy, else TESSERA_NUMA's, else auto. */
     const char *numa;
+    /* Threads that convert and pack the weights during the load: 0 for
+     * TESSERA_NUM_THREADS, else OMP_NUM_THREADS, else one per CPU the
+     * process may run on. The loaded model does not depend on it. */
+    int threads;
 } tessera_load_options;
 
-/* Defaults: compute_type TESSERA_COMPUTE_DEFAULT, numa NULL. */
+/* Defaults: compute_type TESSERA_COMPUTE_DEFAULT, numa NULL, threads 0. */
 void tessera_load_options_init(tessera_load_options *options);
 
 /* Loads MODEL_DIR (config.json + model.safetensors). The weights file is
- * mapped, validated, widened to float32, converted to the compute type and
- * repacked for the kernel set in use; the mapping is released before
+ * read whole, every tensor validated (shapes, dtypes, finite values), and
+ * the weights converted to the compute type and repacked for the kernel set
+ * in use, on the load's threads; the file's bytes are released before
  * returning. tessera_model_load is tessera_model_load_with default options. */
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len);
 int tessera_model_load_with(const char *dir, const tessera_load_options *options,

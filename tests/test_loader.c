@@ -4,6 +4,7 @@
  * builder makes of I8 weights for compute type int8. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include "core/config.h"
 #include "core/model.h"
 #include "core/safetensors.h"
+#include "simd/dispatch.h"
 #include "tests/kernel_reference.h"
 #include "tests/model_writer.h"
 #include "tests/testutil.h"
@@ -330,6 +332,36 @@ Test(safetensors, a_file_shrinking_during_the_load_is_an_error_not_a_crash, .tim
     pthread_join(thread, NULL);
     cr_log_info("%d opens read the whole file, %d failed cleanly (%d cut while being read), "
                 "%ld cut-and-restore cycles", loaded, failed, shrank, s.cycles);
+}
+
+/* The model load reads the header first and each tensor when it packs it.
+ * A file cut between the two (here by the test itself, so every run is the
+ * same) makes the tensor's read a one-line error naming the tensor: never
+ * SIGBUS, never a partial tensor taken for a whole one. */
+Test(safetensors, a_file_cut_after_its_header_was_read_is_an_error)
+{
+    mw_model *m = mw_model_tiny(3);
+    mw_write(m, dir);
+    tsr_safetensors st;
+    cr_assert_eq(tsr_safetensors_open_table(weights, &st, err, sizeof err), 0, "%s", err);
+    cr_assert_null(st.bytes, "opened for its table, the file is not read whole");
+    const tsr_tensor_info *t = tsr_safetensors_find(&st, "generator.weight");
+    cr_assert_not_null(t);
+    float *values = malloc(t->bytes);
+    cr_assert_not_null(values);
+    cr_assert_eq(tsr_safetensors_read(&st, t, 0, t->bytes, values, err, sizeof err), 0, "%s",
+                 err);
+    const mw_tensor *written = mw_find(m, "generator.weight");
+    cr_expect(memcmp(values, written->values, t->bytes) == 0, "the read gives the values written");
+
+    cr_assert_eq(truncate(weights, (off_t)(st.data_start + t->offset + t->bytes / 2)), 0);
+    cr_expect_neq(tsr_safetensors_read(&st, t, 0, t->bytes, values, err, sizeof err), 0);
+    cr_expect(strstr(err, "tensor 'generator.weight'") != NULL, "names the tensor: %s", err);
+    cr_expect(strstr(err, "shrank while being read") != NULL, "says why: %s", err);
+    cr_expect_eq(strchr(err, '\n'), NULL, "one line: %s", err);
+    tsr_safetensors_close(&st);
+    free(values);
+    mw_model_free(m);
 }
 
 Test(safetensors, header_length_beyond_the_file)
@@ -997,5 +1029,129 @@ Test(i8_model, int8_takes_the_files_values_as_they_are)
     cr_expect_gt(differ, 0, "widening and quantizing again gave the same outputs: the test "
                             "cannot tell the loads apart");
     tessera_model_free(model);
+    mw_model_free(mw);
+}
+
+/* ---- The packed weights: one result, however the file holds them ---------- */
+
+TestSuite(packed, .init = make_dir, .fini = remove_dir);
+
+typedef struct set_case {
+    char isa[32];
+} set_case;
+
+static void free_set_cases(struct criterion_test_params *p) { cr_free(p->params); }
+
+ParameterizedTestParameters(packed, same_bytes_whatever_the_dtype_and_threads)
+{
+    set_case *cases = cr_malloc(tsr_kernel_set_count * sizeof *cases);
+    for (size_t s = 0; s < tsr_kernel_set_count; s++)
+        snprintf(cases[s].isa, sizeof cases[s].isa, "%s", tsr_kernel_set_names[s]);
+    return cr_make_param_array(set_case, cases, tsr_kernel_set_count, free_set_cases);
+}
+
+static tessera_model *load_packed(const char *from, tessera_compute_type type, int threads)
+{
+    tessera_load_options options;
+    tessera_load_options_init(&options);
+    options.compute_type = type;
+    options.threads = threads;
+    tessera_model *model;
+    cr_assert_eq(tessera_model_load_with(from, &options, &model, err, sizeof err), 0, "%s", err);
+    return model;
+}
+
+/* Every byte the load produced: the packed panels and the plain tensors. */
+static void expect_same_model(const tessera_model *got, const tessera_model *want,
+                              const char *what)
+{
+    cr_assert_eq(got->arena_used, want->arena_used, "%s: packed sizes differ", what);
+    cr_assert_eq(got->plain_used, want->plain_used, "%s: plain sizes differ", what);
+    cr_expect(memcmp(got->replicas[0], want->replicas[0], want->arena_used) == 0,
+              "%s: the packed panels differ", what);
+    cr_expect(memcmp(got->plain, want->plain, want->plain_used * sizeof(float)) == 0,
+              "%s: the plain tensors differ", what);
+}
+
+static char *write_variant(mw_model *mw, const char *name)
+{
+    char *sub = mw_path(dir, name);
+    cr_assert(mkdir(sub, 0700) == 0, "mkdir %s", sub);
+    mw_write(mw, sub);
+    return sub;
+}
+
+/* The load packs F32 weights from the file's bytes in place and every other
+ * dtype through a staging copy, on as many threads as it is given: for
+ * values F16, BF16 and I8 hold exactly (the writer's are), each way gives
+ * the bytes of the one-thread F32 load, in each compute type, on each kernel
+ * set. An I8 file compares with the F32 file of its dequantized values. */
+ParameterizedTest(set_case *c, packed, same_bytes_whatever_the_dtype_and_threads)
+{
+    test_kernel_set_or_skip(c->isa);
+    setenv("TESSERA_ISA", c->isa, 1); /* this test's process chooses once: this set */
+    mw_model *mw = mw_model_tiny(23);
+    mw_add_optional_tensors(mw);
+    char *f32 = write_variant(mw, "f32");
+    for (size_t i = 0; i < mw->n_tensors; i++)
+        mw_set_dtype(mw, mw->tensors[i].name, "F16");
+    char *f16 = write_variant(mw, "f16");
+    for (size_t i = 0; i < mw->n_tensors; i++)
+        mw_set_dtype(mw, mw->tensors[i].name, "BF16");
+    char *bf16 = write_variant(mw, "bf16");
+    for (size_t i = 0; i < mw->n_tensors; i++)
+        mw_set_dtype(mw, mw->tensors[i].name, "F32");
+
+    /* The I8 file, and the F32 file of what the load makes of it in f32. */
+    size_t n = mw->n_tensors;
+    for (size_t i = 0; i < n; i++)
+        if (mw_is_linear_weight(&mw->tensors[i]))
+            mw_quantize_i8(mw, mw->tensors[i].name);
+    char *i8 = write_variant(mw, "i8");
+    for (size_t i = 0; i < n; i++) {
+        mw_tensor *t = &mw->tensors[i];
+        if (!mw_is_linear_weight(t))
+            continue;
+        char scale_name[300];
+        snprintf(scale_name, sizeof scale_name, "%s_scale", t->name);
+        const float *scale = mw_find(mw, scale_name)->values;
+        /* q as the writer stores it, times its row's scale: the load's f32. */
+        for (size_t j = 0; j < t->count; j++)
+            t->values[j] = (float)lroundf(t->values[j] * 100.0f) * scale[j / t->shape[1]];
+        mw_set_dtype(mw, t->name, "F32");
+    }
+    char *dequantized = write_variant(mw, "dequantized");
+
+    static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16,
+                                                 TESSERA_COMPUTE_INT8};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        char what[96];
+        tessera_model *want = load_packed(f32, types[t], 1);
+        const char *const variants[] = {f32, f16, bf16};
+        for (size_t v = 0; v < 3; v++)
+            for (int threads = 1; threads <= 3; threads += 2) {
+                tessera_model *got = load_packed(variants[v], types[t], threads);
+                snprintf(what, sizeof what, "%s, %s file, compute type %s, %d threads", c->isa,
+                         v == 0 ? "F32" : v == 1 ? "F16" : "BF16",
+                         tessera_compute_type_name(types[t]), threads);
+                expect_same_model(got, want, what);
+                tessera_model_free(got);
+            }
+        tessera_model_free(want);
+        /* int8 packs an I8 file's q as they are, not its dequantized values
+         * quantized again (the test above): there, threads only. */
+        want = load_packed(types[t] == TESSERA_COMPUTE_INT8 ? i8 : dequantized, types[t], 1);
+        tessera_model *got = load_packed(i8, types[t], 3);
+        snprintf(what, sizeof what, "%s, I8 file, compute type %s", c->isa,
+                 tessera_compute_type_name(types[t]));
+        expect_same_model(got, want, what);
+        tessera_model_free(got);
+        tessera_model_free(want);
+    }
+    free(f32);
+    free(f16);
+    free(bf16);
+    free(i8);
+    free(dequantized);
     mw_model_free(mw);
 }
