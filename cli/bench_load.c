@@ -108,8 +108,8 @@ int cli_bench_load(const char *dir, const char *label, const tessera_load_option
         if (read_best < 0 || read_ms < read_best)
             read_best = read_ms;
     }
-    printf("case=load config=%s isa=%s compute_type=%s threads=%d file_mb=%.1f load_ms=%.1f "
-           "read_ms=%.1f ratio=%.2f\n",
+    printf("case=load config=%s isa=%s compute_type=%s threads=%d file_mb=%.1f load_ms=%.3f "
+           "read_ms=%.3f ratio=%.2f\n",
            label, tessera_kernel_set(err, sizeof err), tessera_compute_type_name(type), threads,
            (double)bytes / 1e6, load_best, read_best, load_best / read_best);
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");

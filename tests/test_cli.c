@@ -1073,6 +1073,56 @@ Test(cli, bench_times_a_model_directory)
     test_run_free(&r);
 }
 
+/* The number after " key=" on a line; -1 when absent. */
+static double bench_value(const char *line, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, " %s=", key);
+    const char *p = strstr(line, pattern);
+    return p ? strtod(p + strlen(pattern), NULL) : -1.0;
+}
+
+/* The load case: one line with the load and the read of the same file
+ * (times positive, ratio theirs), not part of 'all', and beside the
+ * decoding cases when named with them. */
+Test(cli, bench_load_case)
+{
+    test_run r = run("", "bench", "--model", golden_model(), "--case", "load", "--repeat", "2",
+                     "--threads", "2");
+    expect_success(&r);
+    char *lines[MAX_LINES];
+    size_t n = output_lines(&r, lines, MAX_LINES);
+    cr_assert_eq(n, 1, "stdout: %s", r.out);
+    cr_expect(strncmp(lines[0], "case=load config=postnorm-silu-bf16 ", 36) == 0, "\"%s\"",
+              lines[0]);
+    cr_expect(strstr(lines[0], " threads=2 ") != NULL, "\"%s\"", lines[0]);
+    double load = bench_value(lines[0], "load_ms"), read = bench_value(lines[0], "read_ms");
+    double ratio = bench_value(lines[0], "ratio");
+    cr_expect(load > 0 && read > 0, "\"%s\"", lines[0]);
+    cr_expect(fabs(ratio - load / read) <= 0.01 + 0.02 * ratio, "ratio is load over read: \"%s\"",
+              lines[0]);
+    struct stat sb;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", golden_model());
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_expect(fabs(bench_value(lines[0], "file_mb") - (double)sb.st_size / 1e6) < 0.06,
+              "file_mb is the file's size: \"%s\"", lines[0]);
+    free_lines(lines, n);
+    test_run_free(&r);
+
+    r = run("", "bench", "--model", golden_model(), "--case", "load,greedy", "--repeat", "1");
+    expect_success(&r);
+    n = output_lines(&r, lines, MAX_LINES);
+    cr_expect_eq(n, 2, "stdout: %s", r.out);
+    free_lines(lines, n);
+    test_run_free(&r);
+
+    r = run("", "bench", "--model", golden_model(), "--repeat", "1");
+    expect_success(&r);
+    cr_expect(strstr(r.out, "case=load") == NULL, "'all' leaves load out: %s", r.out);
+    test_run_free(&r);
+}
+
 Test(cli, bench_lengths_beyond_max_positions)
 {
     test_run r = run("", "bench", "--model", golden_model(), "--case", "greedy", "--src-len", "41");
