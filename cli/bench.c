@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "            the best of --repeat each, and ratio=load_ms/read_ms; a built-in\n"
             "            configuration is first written as an F32 model to a temporary\n"
             "            directory ($TMPDIR, else /tmp; 226 MB for base, 804 MB for big).\n"
-            "            Not part of 'all': name it\n"
+            "            Not part of 'all': name it.\n"
             "Decoding runs exactly --tgt-len tokens per sentence on the built-in\n"
             "configurations (the random generator never prefers EOS). A real model may stop\n"
             "at EOS sooner: its lines add tgt_tokens=, the target tokens produced (EOS not\n"
@@ -328,8 +328,7 @@ static int fit_lengths(bench_options *o, const char *label, int max_positions)
     return 0;
 }
 
-/* Runs the selected cases on a model, on the same sentences for each case,
- * on a runtime of --threads threads. */
+/* Whether the list names a case of the cases table (every case but load). */
 static int any_decoding_case(const char *list)
 {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -395,6 +394,8 @@ static int bench_config_load(const char *name, const tessera_config *c, const be
     return status;
 }
 
+/* Runs the selected cases on a model, on the same sentences for each case,
+ * on a runtime of --threads threads. */
 static int bench_model(const tessera_model *m, const char *label, int real, const bench_options *o)
 {
     const tessera_config *c = tessera_model_config(m);
