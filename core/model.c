@@ -101,9 +101,12 @@ static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t
     for (size_t i = 0; i < ndim; i++)
         count *= shape[i];
     *out = NULL;
-    /* Present (and, checking, of a shape and dtype the load reads)? */
-    int rc = b->src->fetch(b->src->ctx, name, shape, ndim, optional, rows_at_least, NULL, NULL,
-                           b->err, b->err_len);
+    /* Checking: present, of a shape and dtype the load reads? Laying out:
+     * present, for an optional one (the checking pass vouched for the rest). */
+    int rc = b->checking || optional
+                 ? b->src->fetch(b->src->ctx, name, shape, ndim, optional, rows_at_least, NULL,
+                                 NULL, b->err, b->err_len)
+                 : 0;
     if (b->checking) {
         b->plain_floats = sat_add(b->plain_floats, whole_line_floats(count));
         b->largest = count > b->largest ? count : b->largest;
@@ -658,18 +661,10 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
                    : NULL;
     builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
     b.jobs = tsr_calloc(check.n_jobs ? check.n_jobs : 1, sizeof *b.jobs);
+    /* The layout pass reads nothing: it fails only for want of memory. */
     rc = b.jobs && m->arena && m->plain ? build_all(&b) : out_of_memory(&b, "packed weights");
-    /* On an error in the layout pass (a plain tensor), the weights queued
-     * before it are read too: a bad one among them is met first in order. */
-    if (b.jobs) {
-        char later[512];
-        snprintf(later, sizeof later, "%s", err);
-        int rc_jobs = run_jobs(&b, src, threads, check.largest);
-        if (rc_jobs != 0)
-            rc = rc_jobs;
-        else if (rc != 0)
-            snprintf(err, err_len, "%s", later);
-    }
+    if (rc == 0)
+        rc = run_jobs(&b, src, threads, check.largest);
     tsr_free(b.jobs);
     if (rc == 0)
         rc = place_weights(m, numa, err, err_len);

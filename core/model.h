@@ -128,9 +128,9 @@ static inline size_t tsr_fetch_scratch_bytes(size_t values, size_t rows)
 
 /* Builds a model from a validated config and a weight source, packing with
  * `kernels` for compute type `type` (an explicit type, not
- * TESSERA_COMPUTE_DEFAULT), into *out, the linear weights on up to `threads`
- * threads when the source is concurrent (the result does not depend on
- * how many). Returns 0, or a tessera_status with a message (*out NULL). */
+ * TESSERA_COMPUTE_DEFAULT), into *out, every tensor fetched (and packed) on
+ * up to `threads` threads when the source is concurrent (the result does not
+ * depend on how many). Returns 0, or a tessera_status with a message (*out NULL). */
 int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
                     tessera_compute_type type, const char *numa, int threads,
                     const tsr_weight_source *src, tessera_model **out, char *err,

@@ -136,28 +136,6 @@ static int open_sized(const char *path, size_t *len, char *err, size_t err_len)
     return fd;
 }
 
-static int read_file(const char *path, tsr_safetensors *st, char *err, size_t err_len)
-{
-    size_t len;
-    int fd = open_sized(path, &len, err, err_len);
-    if (fd < 0)
-        return -1;
-    unsigned char *bytes = tsr_alloc_pages(len);
-    if (!bytes) {
-        close(fd);
-        return tsr_fail_oom(err, err_len, "out of memory reading it (%zu bytes)", len);
-    }
-    int rc = read_whole(fd, 0, bytes, len, err, err_len);
-    close(fd);
-    if (rc != 0) {
-        tsr_free_pages(bytes, len);
-        return rc;
-    }
-    st->bytes = bytes;
-    st->len = len;
-    return 0;
-}
-
 static int check_metadata(const json_t *meta, char *err, size_t err_len)
 {
     if (!json_is_object(meta))
@@ -253,10 +231,9 @@ static int parse_offsets(const char *name, const json_t *entry, byte_span *span,
 }
 
 /* One header entry: dtype, shape and offsets consistent with each other and
- * with the data section [data, data + data_len). */
-static int parse_entry(const char *name, const json_t *entry, const unsigned char *data,
-                       size_t data_len, tsr_tensor_info *t, byte_span *span, char *err,
-                       size_t err_len)
+ * with the data section, data_len bytes. */
+static int parse_entry(const char *name, const json_t *entry, size_t data_len,
+                       tsr_tensor_info *t, byte_span *span, char *err, size_t err_len)
 {
     if (!json_is_object(entry))
         return tsr_fail(err, err_len, "tensor '%s': entry is %s, expected an object", name,
@@ -284,7 +261,6 @@ static int parse_entry(const char *name, const json_t *entry, const unsigned cha
                         " bytes but shape %s of %s needs %zu",
                         name, span->begin, span->end, span->end - span->begin, shape_text,
                         dtype->name, t->bytes);
-    t->data = data ? data + span->begin : NULL;
     t->offset = (size_t)span->begin;
     return 0;
 }
@@ -328,7 +304,7 @@ static int compare_tensor_names(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned char *data,
+static int parse_header(tsr_safetensors *st, const json_t *root,
                         size_t data_len, char *err, size_t err_len)
 {
     size_t n = json_object_size(root);
@@ -350,7 +326,7 @@ static int parse_header(tsr_safetensors *st, const json_t *root, const unsigned 
             byte_span *span = &spans[st->n_tensors];
             span->tensor = st->n_tensors++;
             t->name = tsr_strdup(key);
-            rc = t->name ? parse_entry(key, value, data, data_len, t, span, err, err_len)
+            rc = t->name ? parse_entry(key, value, data_len, t, span, err, err_len)
                          : tsr_fail_oom(err, err_len, "out of memory");
         }
         if (rc != 0)
@@ -379,10 +355,9 @@ static int check_header_len(uint64_t header_len, size_t len, char *err, size_t e
 }
 
 /* The JSON header (header_len bytes at `header`) of a file of st->len
- * bytes, into st's table; `data` is the data section when it was read. */
+ * bytes, into st's table. */
 static int parse_json_header(tsr_safetensors *st, const unsigned char *header,
-                             uint64_t header_len, const unsigned char *data, char *err,
-                             size_t err_len)
+                             uint64_t header_len, char *err, size_t err_len)
 {
     size_t after = st->len - HEADER_LEN_BYTES;
     json_error_t jerr;
@@ -400,27 +375,8 @@ static int parse_json_header(tsr_safetensors *st, const unsigned char *header,
     if (!json_is_object(root))
         rc = tsr_fail(err, err_len, "header is %s, expected a JSON object", tsr_json_kind(root));
     else
-        rc = parse_header(st, root, data, after - (size_t)header_len, err, err_len);
+        rc = parse_header(st, root, after - (size_t)header_len, err, err_len);
     json_decref(root);
-    return rc;
-}
-
-static int read_header(tsr_safetensors *st, char *err, size_t err_len)
-{
-    uint64_t header_len = read_le64(st->bytes);
-    TSR_TRY(check_header_len(header_len, st->len, err, err_len));
-    st->data_start = HEADER_LEN_BYTES + (size_t)header_len;
-    return parse_json_header(st, st->bytes + HEADER_LEN_BYTES, header_len,
-                             st->bytes + st->data_start, err, err_len);
-}
-
-int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len)
-{
-    memset(st, 0, sizeof *st);
-    TSR_TRY(read_file(path, st, err, err_len));
-    int rc = read_header(st, err, err_len);
-    if (rc != 0)
-        tsr_safetensors_close(st);
     return rc;
 }
 
@@ -445,12 +401,32 @@ int tsr_safetensors_open_table(const char *path, tsr_safetensors *st, char *err,
         rc = read_whole(fd, HEADER_LEN_BYTES, header, (size_t)header_len, err, err_len);
     if (rc == 0) {
         st->data_start = HEADER_LEN_BYTES + (size_t)header_len;
-        rc = parse_json_header(st, header, header_len, NULL, err, err_len);
+        rc = parse_json_header(st, header, header_len, err, err_len);
     }
     tsr_free(header);
     if (rc != 0)
         tsr_safetensors_close(st);
     return rc;
+}
+
+/* The table first, then the whole file: the same checks, the same table. */
+int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_t err_len)
+{
+    TSR_TRY(tsr_safetensors_open_table(path, st, err, err_len));
+    unsigned char *bytes = tsr_alloc_pages(st->len);
+    int rc = bytes ? read_whole(st->fd, 0, bytes, st->len, err, err_len)
+                   : tsr_fail_oom(err, err_len, "out of memory reading it (%zu bytes)", st->len);
+    if (rc != 0) {
+        tsr_free_pages(bytes, st->len);
+        tsr_safetensors_close(st);
+        return rc;
+    }
+    close(st->fd);
+    st->fd_open = 0;
+    st->bytes = bytes;
+    for (size_t i = 0; i < st->n_tensors; i++)
+        st->tensors[i].data = bytes + st->data_start + st->tensors[i].offset;
+    return 0;
 }
 
 int tsr_safetensors_read(const tsr_safetensors *st, const tsr_tensor_info *t, size_t first,
