@@ -11,8 +11,16 @@
 
 #define TSR_ALIGN 64
 
-/* 64-byte aligned, uninitialised; NULL on failure or overflow of n * size.
- * Release with tsr_free. */
+/* Transparent huge pages come in 2 MiB on x86-64 and AArch64 (4 KiB base). */
+#define TSR_HUGE_PAGE ((size_t)2 << 20)
+/* tsr_alloc gives a block of at least this many bytes huge-page alignment
+ * and the advice to use them: twice a huge page, so that at least one whole
+ * huge page lies inside. */
+#define TSR_HUGE_BLOCK (2 * TSR_HUGE_PAGE)
+
+/* 64-byte aligned (2 MiB aligned and advised for transparent huge pages
+ * from TSR_HUGE_BLOCK bytes), uninitialised; NULL on failure or overflow of
+ * n * size. Release with tsr_free. */
 void *tsr_alloc(size_t n, size_t size);
 void tsr_free(void *p);
 
