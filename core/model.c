@@ -20,6 +20,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/runtime.h"
+#include "threads/threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -541,6 +542,29 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     }
 }
 
+/* The jobs and who runs them: `threads` threads, largest job first. */
+typedef struct job_team {
+    const tessera_model *m;
+    const tsr_weight_source *src;
+    const staging *st; /* one per thread */
+    load_job **order;
+    long count;
+    int threads;
+} job_team;
+
+static void run_team(void *arg)
+{
+    const job_team *team = arg;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team->threads)
+    for (long i = 0; i < team->count; i++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        run_job(team->m, team->src, &team->st[t], team->order[i]);
+    }
+}
+
 static size_t job_size(const load_job *job)
 {
     size_t count = 1;
@@ -593,15 +617,8 @@ static int run_jobs(builder *b, const tsr_weight_source *src, int threads, size_
             order[i] = &b->jobs[i];
         if (src->concurrent)
             qsort(order, n, sizeof *order, larger_job_first);
-        long count = (long)n;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (long i = 0; i < count; i++) {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            run_job(m, src, &st[t], order[i]);
-        }
+        job_team team = {m, src, st, order, (long)n, threads};
+        tsr_threads_run_apart(run_team, &team);
         for (size_t i = 0; i < n && rc == 0; i++)
             if (b->jobs[i].rc != 0) {
                 snprintf(b->err, b->err_len, "%s", b->jobs[i].err);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,4 +56,27 @@ int tsr_threads_resolve(int requested, int *threads, char *err, size_t err_len)
         return -1;
     *threads = v;
     return 0;
+}
+
+typedef struct apart {
+    void (*fn)(void *);
+    void *arg;
+} apart;
+
+static void *run_apart(void *p)
+{
+    apart *a = p;
+    a->fn(a->arg);
+    return NULL;
+}
+
+void tsr_threads_run_apart(void (*fn)(void *), void *arg)
+{
+    apart a = {fn, arg};
+    pthread_t t;
+    if (pthread_create(&t, NULL, run_apart, &a) != 0) {
+        fn(arg);
+        return;
+    }
+    pthread_join(t, NULL);
 }
