@@ -27,6 +27,7 @@
 #include "core/decode_rules.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
 #include "core/ops.h"
 
 typedef struct hyp {
@@ -437,6 +438,44 @@ static void release(search *b)
     tsr_free(b->next_hyps);
     tsr_free(b->parent_slot);
     tsr_buffer_free(&b->logits);
+}
+
+size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
+                     const tsr_batch_shape *b)
+{
+    const tessera_model *m = ex->m;
+    size_t n = b->n, N = (size_t)o->beam, K = (size_t)o->n_best, limit = tsr_target_limit(m, o);
+    size_t V = (size_t)m->cfg.tgt_vocab_size, rows = tsr_plan_mul(n, N);
+    /* init(): the search's arrays, then per sentence two histories of N
+     * hypotheses (and two of their alignments). */
+    size_t state = tsr_plan_block(tsr_plan_mul(n, sizeof(sentence)));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, sizeof(hyp))));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(N, 2 * N * sizeof(candidate))));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, 2 * N * sizeof(candidate))));
+    static const size_t per_row[] = {sizeof(size_t), sizeof(size_t), sizeof(double),
+                                     sizeof(tsr_decode_seq), sizeof(int32_t)};
+    for (size_t i = 0; i < sizeof per_row / sizeof per_row[0]; i++)
+        state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, per_row[i])));
+    state = tsr_plan_add(state, tsr_plan_block(N * sizeof(hyp)));
+    state = tsr_plan_add(state, tsr_plan_block(N * sizeof(size_t)));
+    state = tsr_plan_add(state, tsr_plan_buffer(tsr_plan_mul(rows, V)));
+    size_t history = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(N, limit) + 1, sizeof(int32_t)));
+    size_t histories = o->return_alignments ? 4 : 2;
+    state = tsr_plan_add(state, tsr_plan_mul(tsr_plan_mul(n, histories), history));
+    /* Finished hypotheses, per sentence: at most n_best kept plus N ending
+     * in one step and N at the length limit before the list is cut back;
+     * their list grows 2N, 4N, realloc'd (the old block held with the new). */
+    size_t fin = tsr_plan_add(tsr_plan_block(tsr_plan_mul(4 * N, sizeof(finished_hyp))),
+                              tsr_plan_block(tsr_plan_mul(2 * N, sizeof(finished_hyp))));
+    size_t ids = tsr_plan_block(tsr_plan_mul(limit + 1, sizeof(int32_t)));
+    fin = tsr_plan_add(fin, tsr_plan_mul(tsr_plan_mul(K + 2 * N, o->return_alignments ? 2 : 1), ids));
+    state = tsr_plan_add(state, tsr_plan_mul(n, fin));
+    /* assign_slots: a claim per slot of a sentence, on the heap past 256. */
+    if (N > 256)
+        state = tsr_plan_add(state, tsr_plan_block(N));
+    size_t decoder = tsr_decoder_plan(ex, rows, rows, rows, limit + 1, b->longest_src,
+                                      o->return_alignments);
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, decoder));
 }
 
 int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,

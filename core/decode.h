@@ -33,13 +33,15 @@ int tsr_check_has_decoder(const tessera_model *m, const char *what, char *err, s
 size_t tsr_target_limit(const tessera_model *m, const tessera_translate_options *o);
 
 /* One batch of sentences to translate: their sources, their target
- * prefixes (NULL: none), and the index of the first in the whole call's
- * input (it keys the random streams of sampling). */
+ * prefixes (NULL: none), and each one's index in the whole input, which
+ * keys its random stream for sampling: first_index + order[s] (the call's
+ * first_sentence_index, and where the batch took sentence s from). */
 typedef struct tsr_decode_batch {
     const tessera_tokens *src;
     const tessera_tokens *prefix;
     size_t n;
     uint64_t first_index;
+    const size_t *order;
 } tsr_decode_batch;
 
 /* Decoding entry points for one batch of sentences, run on the call's

@@ -13,6 +13,7 @@
 #include "core/alignment.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
 #include "core/ops.h"
 
 int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
@@ -38,6 +39,13 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
     return 0;
 }
 
+size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows)
+{
+    size_t L = (size_t)m->cfg.n_decoder_layers;
+    size_t layer = tsr_plan_floats(tsr_plan_mul(src_rows, 2 * m->d));
+    return tsr_plan_add(tsr_plan_block(L * sizeof(float *)), tsr_plan_mul(L, layer));
+}
+
 void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm)
 {
     if (cm->kv)
@@ -57,6 +65,28 @@ int tsr_decoder_init(tsr_decoder *dec, const tsr_exec *ex, const tsr_cross_memor
     if (tsr_kv_cache_init(&dec->cache, n_slots, (size_t)m->cfg.n_decoder_layers, m->d) != 0)
         return tsr_fail_oom(err, err_len, "out of memory for %zu decoder caches", n_slots);
     return 0;
+}
+
+size_t tsr_decoder_plan(const tsr_exec *ex, size_t slots, size_t seqs, size_t rows,
+                        size_t positions, size_t longest_src, int alignments)
+{
+    const tessera_model *m = ex->m;
+    size_t d = m->d;
+    size_t total = tsr_kv_cache_plan(slots, (size_t)m->cfg.n_decoder_layers, d, positions);
+    /* reserve(): x, h, attn, qkv and the FFN's scratch grow with the rows;
+     * jobs and row0 by realloc, whose old block may be held with the new. */
+    size_t row_floats = tsr_plan_mul(rows, d);
+    total = tsr_plan_add(total, tsr_plan_mul(3, tsr_plan_buffer(row_floats)));
+    total = tsr_plan_add(total, tsr_plan_buffer(tsr_plan_mul(row_floats, 3)));
+    total = tsr_plan_add(total, tsr_plan_buffer(tsr_op_ffn_scratch_floats(ex)));
+    size_t per_seq = sizeof(tsr_attention_job) + sizeof(size_t);
+    total = tsr_plan_add(total, tsr_plan_mul(4, tsr_plan_block(tsr_plan_mul(seqs, per_seq))));
+    if (alignments) {
+        total = tsr_plan_add(total,
+                             tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(rows, sizeof(int32_t)))));
+        total = tsr_plan_add(total, tsr_plan_buffer(tsr_plan_mul(rows, 2 * longest_src)));
+    }
+    return total;
 }
 
 void tsr_decoder_free(tsr_decoder *dec)

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
 #include "core/ops.h"
 
 typedef struct encoder_work {
@@ -100,4 +101,13 @@ done:
     tsr_free(wk.scratch);
     tsr_free(wk.jobs);
     return rc;
+}
+
+size_t tsr_encoder_work_plan(const tsr_exec *ex, size_t n, size_t rows)
+{
+    size_t row_floats = tsr_plan_mul(rows, ex->m->d);
+    size_t total = tsr_plan_mul(2, tsr_plan_floats(row_floats));      /* h, attn */
+    total = tsr_plan_add(total, tsr_plan_floats(tsr_plan_mul(row_floats, 3))); /* qkv */
+    total = tsr_plan_add(total, tsr_plan_floats(tsr_op_ffn_scratch_floats(ex)));
+    return tsr_plan_add(total, tsr_plan_aligned(tsr_plan_mul(n, sizeof(tsr_attention_job))));
 }

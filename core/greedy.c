@@ -10,6 +10,7 @@
 #include "core/decode_rules.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
 #include "core/ops.h"
 #include "core/sampling.h"
 
@@ -150,6 +151,33 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
     return 0;
 }
 
+size_t tsr_greedy_plan(const tsr_exec *ex, const tessera_translate_options *o,
+                       const tsr_batch_shape *b)
+{
+    const tessera_model *m = ex->m;
+    size_t n = b->n, limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size;
+    /* The state, allocated before the source side (tsr_greedy below). */
+    size_t history = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, limit) + 1, sizeof(int32_t)));
+    static const size_t per_sentence[] = {sizeof(size_t), sizeof(double), sizeof(tsr_decode_seq),
+                                          sizeof(int32_t), sizeof(float)};
+    size_t state = history;
+    for (size_t i = 0; i < sizeof per_sentence / sizeof per_sentence[0]; i++)
+        state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(n, per_sentence[i])));
+    if (o->return_alignments)
+        state = tsr_plan_add(state, history);
+    if (o->sampling_topk != 1) {
+        state = tsr_plan_add(state, tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(n, sizeof(uint64_t)))));
+        state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, V),
+                                                               sizeof(tsr_sample_entry))));
+    }
+    /* Held with the cross memory: the decoder (one slot and one row per
+     * sentence; the cache holds BOS and every token but the last) and the
+     * generator's logits. */
+    size_t decoder = tsr_decoder_plan(ex, n, n, n, limit + 1, b->longest_src, o->return_alignments);
+    size_t logits = tsr_plan_buffer(tsr_plan_mul(n, V));
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, tsr_plan_add(decoder, logits)));
+}
+
 int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_translate_options *o,
                tessera_hypothesis *out, char *err, size_t err_len)
 {
@@ -180,7 +208,7 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         g.scratch = tsr_malloc(n * V * sizeof *g.scratch);
         sampling_oom = !g.key || !g.draws || !g.scratch;
         for (size_t s = 0; !sampling_oom && s < n; s++)
-            g.key[s] = tsr_sample_key(o->seed, in->first_index + s);
+            g.key[s] = tsr_sample_key(o->seed, in->first_index + in->order[s]);
     }
     if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom ||
         (o->return_alignments && !g.align)) {

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
 
 int tsr_kv_cache_init(tsr_kv_cache *c, size_t n_slots, size_t n_layers, size_t d)
 {
@@ -63,4 +64,20 @@ int tsr_kv_cache_copy(tsr_kv_cache *c, size_t dst, size_t src)
                n * 2 * c->d * sizeof(float));
     c->len[dst] = n;
     return 0;
+}
+
+size_t tsr_kv_cache_plan(size_t slots, size_t layers, size_t d, size_t positions)
+{
+    /* Capacities 16, 32, ...: the last at least `positions`. */
+    size_t cap = 16;
+    while (cap < positions && cap <= SIZE_MAX / 2)
+        cap *= 2;
+    size_t layer = tsr_plan_floats(tsr_plan_mul(cap, 2 * d));
+    size_t all = tsr_plan_mul(tsr_plan_mul(slots, layers), layer);
+    /* One layer of one slot grows at a time, its old block (half the size)
+     * held until the new one is filled. */
+    size_t growing = tsr_plan_floats(tsr_plan_mul(cap / 2, 2 * d));
+    size_t tables = tsr_plan_add(tsr_plan_block(tsr_plan_mul(slots * layers, sizeof(float *))),
+                                 tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(slots, sizeof(size_t)))));
+    return tsr_plan_add(tsr_plan_add(all, growing), tables);
 }

@@ -70,6 +70,11 @@ void tsr_alloc_faults_arm(long n, int persistent);
 long tsr_alloc_faults_attempts(void);
 long tsr_alloc_faults_live(void);
 int tsr_alloc_faults_fired(void);
+/* Bytes held (each block's usable size: its request and at most a page
+ * more), and the most held since the last tsr_alloc_faults_reset_peak. */
+size_t tsr_alloc_faults_bytes_live(void);
+size_t tsr_alloc_faults_bytes_peak(void);
+void tsr_alloc_faults_reset_peak(void);
 #endif
 
 #endif

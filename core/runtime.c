@@ -15,9 +15,12 @@
 #include "core/runtime.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/memory.h"
@@ -109,6 +112,7 @@ struct tessera_runtime {
     char bind_note[200];      /* the first refusal, if any */
     int *copy_of_thread;      /* [K], rewritten per call for the call's model */
     tsr_gemm_blocks blocks;
+    size_t max_memory;        /* the memory budget of each call */
 
     pthread_mutex_t call_lock; /* one call at a time */
     pthread_mutex_t lock;      /* guards the hand-over below */
@@ -146,32 +150,39 @@ static void bind_team(tessera_runtime *rt)
     }
 }
 
+void tsr_runtime_exec(const tessera_runtime *rt, const tessera_model *m, tsr_kernels *table,
+                      tsr_gemm_config *gemm, tsr_exec *ex)
+{
+    *table = *m->kernels;
+    if (table->gemm) {
+        *gemm = *table->gemm;
+        const tsr_gemm_blocks *b = &rt->blocks;
+        if (b->kc)
+            gemm->kc = b->kc;
+        if (b->a_block_floats)
+            gemm->a_block_floats = b->a_block_floats;
+        if (b->b_block_floats)
+            gemm->b_block_floats = b->b_block_floats;
+        if (b->i8_kc4)
+            gemm->i8_kc4 = b->i8_kc4;
+        if (b->decode_kc)
+            gemm->decode_kc = b->decode_kc;
+        table->gemm = gemm;
+    }
+    *ex = (tsr_exec){.m = m, .ks = table, .threads = rt->threads,
+                     .copy_of_thread = rt->copy_of_thread, .memory_budget = rt->max_memory};
+}
+
 /* The call's context: the model's kernel table with this runtime's GEMM
  * blocking, and the weight copy on each thread's node. */
 static int execute(tessera_runtime *rt, call *c)
 {
-    const tessera_model *m = c->m;
-    tsr_kernels table = *m->kernels;
+    tsr_kernels table;
     tsr_gemm_config gemm;
-    if (table.gemm) {
-        gemm = *table.gemm;
-        const tsr_gemm_blocks *b = &rt->blocks;
-        if (b->kc)
-            gemm.kc = b->kc;
-        if (b->a_block_floats)
-            gemm.a_block_floats = b->a_block_floats;
-        if (b->b_block_floats)
-            gemm.b_block_floats = b->b_block_floats;
-        if (b->i8_kc4)
-            gemm.i8_kc4 = b->i8_kc4;
-        if (b->decode_kc)
-            gemm.decode_kc = b->decode_kc;
-        table.gemm = &gemm;
-    }
+    tsr_exec ex;
     for (int t = 0; t < rt->threads; t++)
-        rt->copy_of_thread[t] = tsr_model_copy_for_node(m, rt->plan.threads[rt->first + t].node);
-    tsr_exec ex = {.m = m, .ks = &table, .threads = rt->threads,
-                   .copy_of_thread = rt->copy_of_thread};
+        rt->copy_of_thread[t] = tsr_model_copy_for_node(c->m, rt->plan.threads[rt->first + t].node);
+    tsr_runtime_exec(rt, c->m, &table, &gemm, &ex);
     return c->fn(&ex, c->arg, c->err, c->err_len);
 }
 
@@ -218,12 +229,82 @@ void tsr_runtime_set_gemm_blocks(tessera_runtime *rt, const tsr_gemm_blocks *blo
     rt->blocks = *blocks;
 }
 
+/* Bytes this process may still use: MemAvailable (Linux: free memory and
+ * what the kernel can reclaim for it), else the free pages, and no more
+ * than an address-space limit (ulimit -v), which a process meets first;
+ * SIZE_MAX when nothing tells. */
+static size_t memory_available(void)
+{
+    size_t bytes = SIZE_MAX;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[128];
+        unsigned long long kib;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+                bytes = kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
+                break;
+            }
+        fclose(f);
+    }
+#ifdef _SC_AVPHYS_PAGES
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (bytes == SIZE_MAX && pages > 0 && page > 0)
+        bytes = (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX : (size_t)pages * (size_t)page;
+#endif
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+        (uintmax_t)as.rlim_cur < (uintmax_t)bytes)
+        bytes = (size_t)as.rlim_cur;
+    return bytes;
+}
+
+/* The default memory budget: half of what is available, shared by the
+ * workers (the other half is the weights', the results', the caller's). */
+static size_t default_memory_budget(int workers)
+{
+    size_t available = memory_available();
+    if (available == SIZE_MAX)
+        return SIZE_MAX;
+    return available / 2 / (size_t)(workers > 0 ? workers : 1);
+}
+
+/* More threads than CPUs only slow a run down (and GNU OpenMP's waiting
+ * threads spin): a count asked for may pass the CPUs this process may use
+ * up to this many times, no more. */
+#define THREADS_PER_CPU_MAX 8
+
+/* A thread count asked for (threads per worker x workers) that the machine
+ * and the process's limits can take: at most THREADS_PER_CPU_MAX per CPU
+ * it may use, and within ulimit -u (RLIMIT_NPROC, which counts threads;
+ * GNU OpenMP exits the process when it cannot start one, so it is checked
+ * first, with the leader threads and the caller's counted too). */
+static int check_thread_count(int threads, int workers, char *err, size_t err_len)
+{
+    long total = (long)threads * workers, cpus = tsr_threads_allowed_cpus();
+    if (total > THREADS_PER_CPU_MAX * cpus)
+        return tsr_fail(err, err_len,
+                        "threads %d x %d worker%s: more than %d per CPU this process may use "
+                        "(%ld CPUs)", threads, workers, workers == 1 ? "" : "s",
+                        THREADS_PER_CPU_MAX, cpus);
+    struct rlimit nproc;
+    if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
+        (uintmax_t)(total + workers + 1) > (uintmax_t)nproc.rlim_cur)
+        return tsr_fail(err, err_len,
+                        "threads %d x %d worker%s: %ld threads with the workers' own and the "
+                        "caller's, more than the process limit (ulimit -u %ju)", threads, workers,
+                        workers == 1 ? "" : "s", total + workers + 1, (uintmax_t)nproc.rlim_cur);
+    return 0;
+}
+
 /* The plan this runtime is a worker of. */
 static int make_plan(const tessera_runtime_options *o, tessera_runtime *rt, char *err,
                      size_t err_len)
 {
     int threads;
     TSR_TRY(tsr_threads_resolve(o->threads, &threads, err, err_len));
+    if (threads > 0)
+        TSR_TRY(check_thread_count(threads, o->workers, err, err_len));
     tsr_placement_request req = {.threads = threads, .workers = o->workers,
                                  .use_smt = o->use_smt};
     if (o->numa)
@@ -281,6 +362,7 @@ int tessera_runtime_create(const tessera_runtime_options *options, tessera_runti
     rt->worker = o.worker;
     rt->first = o.worker * rt->threads;
     rt->bind = rt->plan.bound && rt->topo && rt->topo->this_system;
+    rt->max_memory = o.max_memory ? o.max_memory : default_memory_budget(o.workers);
     rt->copy_of_thread = tsr_calloc((size_t)rt->threads, sizeof *rt->copy_of_thread);
     if (!rt->copy_of_thread) {
         tsr_placement_free(&rt->plan);
@@ -313,6 +395,10 @@ void tessera_runtime_free(tessera_runtime *rt)
 }
 
 int tessera_runtime_threads(const tessera_runtime *rt) { return rt->threads; }
+
+size_t tessera_runtime_memory_budget(const tessera_runtime *rt) { return rt->max_memory; }
+
+int tessera_cpus(void) { return tsr_threads_allowed_cpus(); }
 
 int tessera_runtime_describe(const tessera_runtime *rt, char *buf, size_t len)
 {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "core/tessera.h"
+#include "simd/gemm/gemm.h"
 #include "simd/kernels.h"
 #include "threads/placement.h"
 #include "threads/topology.h"
@@ -36,11 +37,17 @@ typedef struct tsr_exec {
     const tsr_kernels *ks;     /* the model's kernel set, with the runtime's GEMM blocking */
     int threads;               /* the team size of every parallel region */
     const int *copy_of_thread; /* [threads]: the weight copy (model->replicas) each reads */
+    size_t memory_budget;      /* bytes the call may plan to hold (core/batching.h) */
 } tsr_exec;
 
 /* A call run on the runtime's leader thread: returns 0 or a tessera_status
  * with a message. */
 typedef int (*tsr_call_fn)(const tsr_exec *x, void *arg, char *err, size_t err_len);
+
+/* The exec a call on model m would get from rt (for planning, not running:
+ * table and gemm are its storage). */
+void tsr_runtime_exec(const tessera_runtime *rt, const tessera_model *m, tsr_kernels *table,
+                      tsr_gemm_config *gemm, tsr_exec *ex);
 
 /* Runs fn(exec for model m, arg) on rt's threads and returns its status. Calls
  * on one runtime run one at a time, in the order their callers got the

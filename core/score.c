@@ -8,6 +8,8 @@
 #include "core/decode.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
+#include "core/batching.h"
 #include "core/ops.h"
 
 /* Rows of generator output held at once: bounds memory for long targets. */
@@ -91,6 +93,19 @@ done:
     return rc;
 }
 
+size_t tsr_score_plan(const tsr_exec *ex, const tsr_batch_shape *b)
+{
+    size_t V = (size_t)ex->m->cfg.tgt_vocab_size;
+    /* score_batch(): tokens, targets, flat; seqs; the logits of a block of rows. */
+    size_t state = tsr_plan_mul(3, tsr_plan_block(tsr_plan_mul(b->tgt_rows, sizeof(int32_t))));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(b->n, sizeof(tsr_decode_seq))));
+    state = tsr_plan_add(state, tsr_plan_floats(tsr_plan_mul(GENERATOR_ROWS, V)));
+    /* One decoder call feeds every row: one slot per pair, each cache as
+     * long as its BOS + target. */
+    size_t decoder = tsr_decoder_plan(ex, b->n, b->n, b->tgt_rows, b->longest_tgt, 0, 0);
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, decoder));
+}
+
 void tessera_scores_free(float **scores, size_t n)
 {
     if (!scores)
@@ -102,25 +117,75 @@ void tessera_scores_free(float **scores, size_t n)
 
 void tessera_score_options_init(tessera_score_options *o)
 {
+    memset(o, 0, sizeof *o);
     o->batch = 1;
 }
 
 typedef struct score_job {
     const tessera_tokens *src, *tgt;
-    size_t n, batch;
+    size_t n;
+    const tessera_score_options *o;
     float **scores;
 } score_job;
+
+/* A batch's pairs gathered from the call's input (the batcher's order) and
+ * where their scores go. */
+static size_t gathered_plan(size_t n)
+{
+    return tsr_plan_add(tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(n, sizeof(tessera_tokens)))),
+                        tsr_plan_block(tsr_plan_mul(n, sizeof(float *))));
+}
+
+static size_t batch_plan(const tsr_exec *ex, const void *ctx, const tsr_batch_shape *b)
+{
+    (void)ctx;
+    return tsr_plan_add(tsr_score_plan(ex, b), gathered_plan(b->n));
+}
 
 /* On the runtime's threads: every batch of pairs in turn. */
 static int score_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
 {
     const score_job *j = arg;
-    for (size_t first = 0; first < j->n; first += j->batch) {
-        size_t count = j->n - first < j->batch ? j->n - first : j->batch;
-        TSR_TRY(score_batch(ex, j->src + first, j->tgt + first, count, j->scores + first, err,
-                            err_len));
+    tsr_batcher batches;
+    TSR_TRY(tsr_batcher_init(&batches, ex, j->src, j->tgt, j->n, j->o->batch, j->o->batch_tokens,
+                             batch_plan, NULL, "pair", err, err_len));
+    size_t first, count;
+    int rc;
+    while ((rc = tsr_batcher_next(&batches, &first, &count, err, err_len)) == 0) {
+        const size_t *order = batches.order + first;
+        tessera_tokens *src = tsr_malloc(count * sizeof *src), *tgt = tsr_malloc(count * sizeof *tgt);
+        float **scores = tsr_malloc(count * sizeof *scores);
+        if (!src || !tgt || !scores) {
+            rc = tsr_fail_oom(err, err_len, "out of memory for a batch of %zu pairs", count);
+        } else {
+            for (size_t i = 0; i < count; i++) {
+                src[i] = j->src[order[i]];
+                tgt[i] = j->tgt[order[i]];
+                scores[i] = j->scores[order[i]];
+            }
+            rc = score_batch(ex, src, tgt, count, scores, err, err_len);
+        }
+        tsr_free(src);
+        tsr_free(tgt);
+        tsr_free(scores);
+        if (rc != 0)
+            break;
     }
-    return 0;
+    tsr_batcher_free(&batches);
+    return rc == 1 ? 0 : rc;
+}
+
+size_t tessera_score_memory(const tessera_runtime *rt, const tessera_model *m, size_t n,
+                            size_t src_len, size_t tgt_len)
+{
+    tsr_kernels table;
+    tsr_gemm_config gemm;
+    tsr_exec ex;
+    tsr_runtime_exec(rt, m, &table, &gemm, &ex);
+    tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len,
+                         .tgt_rows = tsr_plan_mul(n, tgt_len + 1), .longest_tgt = tgt_len + 1};
+    size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, 1));
+    return tsr_plan_add(own, batch_plan(&ex, NULL, &b));
 }
 
 int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tessera_tokens *src,
@@ -134,6 +199,8 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
     TSR_TRY(tsr_check_has_decoder(m, "score", err, err_len));
     if (o->batch < 1)
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
+    if (o->batch_tokens < 0)
+        return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "source", 1, 0,
                              err, err_len));
     TSR_TRY(tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions, "target", 1, 1,
@@ -151,7 +218,7 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
             tessera_scores_free(scores, n);
             return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
         }
-    score_job job = {src, tgt, n, (size_t)o->batch, scores};
+    score_job job = {src, tgt, n, o, scores};
     int rc = tsr_runtime_run(rt, m, score_all, &job, err, err_len);
     if (rc != 0) {
         tessera_scores_free(scores, n);

@@ -185,15 +185,26 @@ typedef struct tessera_runtime tessera_runtime;
 typedef struct tessera_runtime_options {
     int threads;      /* K threads of this runtime; 0: TESSERA_NUM_THREADS, then
                          OMP_NUM_THREADS, then the allowed cores shared among the
-                         workers */
+                         workers. K x workers is at most 8 per CPU the process
+                         may use (tessera_cpus) and within ulimit -u */
     int workers;      /* how many runtimes share the machine (0 or 1: this one) */
     int worker;       /* which of them this one is, 0 .. workers - 1 */
     const char *numa; /* "auto", "replicate", "interleave", "local", "off", or NULL
                          for TESSERA_NUMA: the policy whose plan places the threads */
     int use_smt;      /* with threads 0: count hardware threads, not cores */
+    /* Working memory (bytes) one call may plan to hold at once: the
+     * activations, KV caches, logits and search state of a batch and the
+     * threads' scratch; the weights and the results are not counted. A call
+     * whose batch would need more runs it as several smaller batches (the
+     * results do not change); a sentence that alone needs more is an error
+     * (TESSERA_ERR_NOMEM) naming it. 0: half the memory available when the
+     * runtime is made (MemAvailable, else the free memory; at most half an
+     * address-space limit), shared equally among the workers. */
+    size_t max_memory;
 } tessera_runtime_options;
 
-/* Defaults: threads 0, workers 1, worker 0, numa NULL, use_smt 0. */
+/* Defaults: threads 0, workers 1, worker 0, numa NULL, use_smt 0,
+ * max_memory 0. */
 void tessera_runtime_options_init(tessera_runtime_options *options);
 
 /* Makes a runtime and starts its threads; options NULL means the defaults.
@@ -211,6 +222,14 @@ void tessera_runtime_free(tessera_runtime *runtime);
  * worker among the plan's, cores, NUMA nodes, the weight policy). */
 int tessera_runtime_threads(const tessera_runtime *runtime);
 int tessera_runtime_describe(const tessera_runtime *runtime, char *buf, size_t len);
+
+/* The CPUs this process may run on (its affinity mask), at least 1. A
+ * runtime takes at most 8 threads per CPU, in all its workers. */
+int tessera_cpus(void);
+
+/* The runtime's memory budget in bytes (options.max_memory, or the default
+ * it stands for). */
+size_t tessera_runtime_memory_budget(const tessera_runtime *runtime);
 
 /* ---- Process-wide defaults -------------------------------------------------
  *
@@ -289,12 +308,20 @@ typedef struct tessera_translate_options {
     /* Nonzero: each hypothesis also gets its alignment (see
      * tessera_hypothesis). */
     int return_alignments;
+
+    /* > 0: a batch also holds at most this many source tokens (a longer
+     * sentence alone), and the sentences are batched shortest first, as
+     * CTranslate2's batch_type "tokens"; 0 (default): batches of `batch`
+     * sentences in input order. Either way the results come in input order
+     * and do not depend on the batches, which the runtime's memory budget
+     * may also split. */
+    int batch_tokens;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
- * end_token -1, no alignments. */
+ * end_token -1, no alignments, batch_tokens 0. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total
@@ -332,10 +359,12 @@ int tessera_translate(const tessera_model *model, const tessera_tokens *src, siz
 void tessera_hypotheses_free(tessera_hypothesis *h, size_t count);
 
 typedef struct tessera_score_options {
-    int batch; /* pairs scored together, >= 1 */
+    int batch;        /* pairs scored together, >= 1 */
+    int batch_tokens; /* > 0: at most this many source tokens a batch (as in
+                         tessera_translate_options); 0: no limit */
 } tessera_score_options;
 
-/* Defaults: batch 1. */
+/* Defaults: batch 1, batch_tokens 0. */
 void tessera_score_options_init(tessera_score_options *options);
 
 /* Teacher-forced scoring on `runtime`: for each pair, the decoder is fed
@@ -357,10 +386,12 @@ int tessera_score(const tessera_model *model, const tessera_tokens *src,
 void tessera_scores_free(float **scores, size_t n);
 
 typedef struct tessera_encode_options {
-    int batch; /* sentences encoded together, >= 1 */
+    int batch;        /* sentences encoded together, >= 1 */
+    int batch_tokens; /* > 0: at most this many source tokens a batch (as in
+                         tessera_translate_options); 0: no limit */
 } tessera_encode_options;
 
-/* Defaults: batch 1. */
+/* Defaults: batch 1, batch_tokens 0. */
 void tessera_encode_options_init(tessera_encode_options *options);
 
 /* The encoder alone on `runtime` (encoder-only use): out[i] receives
@@ -375,6 +406,22 @@ int tessera_encode_with(tessera_runtime *runtime, const tessera_model *model,
                         size_t err_len);
 
 void tessera_encodings_free(float **vectors, size_t n);
+
+/* ---- Memory plans ------------------------------------------------------------
+ *
+ * The working memory a call on `runtime` plans for one batch of n sentences
+ * of src_len source tokens each (and, to score, tgt_len target tokens each),
+ * the runtime's threads' scratch included: what its memory budget
+ * (tessera_runtime_options.max_memory) is held against before the batch
+ * runs. An upper bound of what the batch allocates at once, its KV caches at
+ * the longest the options allow; the weights and the results are not
+ * counted. SIZE_MAX when it passes what a size_t holds. */
+size_t tessera_translate_memory(const tessera_runtime *runtime, const tessera_model *model,
+                                size_t n, size_t src_len, const tessera_translate_options *options);
+size_t tessera_score_memory(const tessera_runtime *runtime, const tessera_model *model, size_t n,
+                            size_t src_len, size_t tgt_len);
+size_t tessera_encode_memory(const tessera_runtime *runtime, const tessera_model *model, size_t n,
+                             size_t src_len);
 
 #ifdef __cplusplus
 }

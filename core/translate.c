@@ -7,6 +7,8 @@
 #include "core/encoder.h"
 #include "core/errors.h"
 #include "core/memory.h"
+#include "core/memory_plan.h"
+#include "core/batching.h"
 
 void tessera_translate_options_init(tessera_translate_options *o)
 {
@@ -84,6 +86,16 @@ oom:
     return tsr_fail_oom(err, err_len, "out of memory encoding %zu sentences", n);
 }
 
+size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_t then)
+{
+    size_t packing = tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(b->n, sizeof(size_t))));
+    size_t memory = tsr_plan_floats(tsr_plan_mul(b->src_rows, ex->m->d));
+    /* The encoder's work is freed before the cross memory is made. */
+    size_t work = tsr_encoder_work_plan(ex, b->n, b->src_rows);
+    size_t after = tsr_plan_add(tsr_cross_memory_plan(ex->m, b->src_rows), then);
+    return tsr_plan_add(tsr_plan_add(packing, memory), work > after ? work : after);
+}
+
 void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b)
 {
     tsr_cross_memory_free(m, &b->cross);
@@ -103,6 +115,8 @@ static int check_options(const tessera_model *m, const tessera_translate_options
                         o->n_best, o->beam);
     if (o->batch < 1)
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
+    if (o->batch_tokens < 0)
+        return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
     if (o->max_len < 0)
         return tsr_fail(err, err_len, "max-len %d: must not be negative", o->max_len);
     if (!(o->length_penalty >= 0.0f && o->length_penalty <= 100.0f))
@@ -178,19 +192,79 @@ typedef struct translate_job {
     tessera_hypothesis *h;
 } translate_job;
 
-/* On the runtime's threads: every batch of sentences in turn. */
+/* A batch's sentences gathered from the call's input (the batcher's order),
+ * and its hypotheses before they go to their sentences' places. */
+typedef struct gathered {
+    tessera_tokens *src, *prefix;
+    tessera_hypothesis *h;
+} gathered;
+
+static size_t gathered_plan(size_t n, size_t per)
+{
+    size_t tokens = tsr_plan_block(tsr_plan_mul(n, sizeof(tessera_tokens)));
+    return tsr_plan_add(tsr_plan_mul(2, tokens),
+                        tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, per), sizeof(tessera_hypothesis))));
+}
+
+static size_t batch_plan(const tsr_exec *ex, const void *ctx, const tsr_batch_shape *b)
+{
+    const tessera_translate_options *o = ctx;
+    return tsr_plan_add(tsr_plan_translate(ex, o, b), gathered_plan(b->n, (size_t)o->n_best));
+}
+
+/* On the runtime's threads: every batch of sentences in turn, each into its
+ * sentences' places of j->h. */
 static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
 {
     const translate_job *j = arg;
-    const size_t per = (size_t)j->o->n_best, batch = (size_t)j->o->batch;
-    for (size_t first = 0; first < j->n; first += batch) {
-        size_t count = j->n - first < batch ? j->n - first : batch;
-        tsr_decode_batch in = {j->src + first, j->o->target_prefix ? j->o->target_prefix + first : NULL,
-                               count, j->o->first_sentence_index + first};
-        TSR_TRY(j->o->beam == 1 ? tsr_greedy(ex, &in, j->o, j->h + first * per, err, err_len)
-                                : tsr_beam_search(ex, &in, j->o, j->h + first * per, err, err_len));
+    const tessera_translate_options *o = j->o;
+    const size_t per = (size_t)o->n_best;
+    tsr_batcher batches;
+    TSR_TRY(tsr_batcher_init(&batches, ex, j->src, NULL, j->n, o->batch, o->batch_tokens,
+                             batch_plan, o, "sentence", err, err_len));
+    size_t first, count;
+    int rc;
+    while ((rc = tsr_batcher_next(&batches, &first, &count, err, err_len)) == 0) {
+        const size_t *order = batches.order + first;
+        gathered g = {tsr_malloc(count * sizeof *g.src),
+                      o->target_prefix ? tsr_malloc(count * sizeof *g.prefix) : NULL,
+                      tsr_calloc(count * per, sizeof *g.h)};
+        if (!g.src || (o->target_prefix && !g.prefix) || !g.h) {
+            rc = tsr_fail_oom(err, err_len, "out of memory for a batch of %zu sentences", count);
+        } else {
+            for (size_t i = 0; i < count; i++) {
+                g.src[i] = j->src[order[i]];
+                if (g.prefix)
+                    g.prefix[i] = o->target_prefix[order[i]];
+            }
+            tsr_decode_batch in = {g.src, g.prefix, count, o->first_sentence_index, order};
+            rc = o->beam == 1 ? tsr_greedy(ex, &in, o, g.h, err, err_len)
+                              : tsr_beam_search(ex, &in, o, g.h, err, err_len);
+            /* Each hypothesis to its sentence's place (what a failed batch
+             * made is freed with the call's). */
+            for (size_t i = 0; i < count; i++)
+                memcpy(j->h + order[i] * per, g.h + i * per, per * sizeof *g.h);
+        }
+        tsr_free(g.src);
+        tsr_free(g.prefix);
+        tsr_free(g.h);
+        if (rc != 0)
+            break;
     }
-    return 0;
+    tsr_batcher_free(&batches);
+    return rc == 1 ? 0 : rc;
+}
+
+size_t tessera_translate_memory(const tessera_runtime *rt, const tessera_model *m, size_t n,
+                                size_t src_len, const tessera_translate_options *o)
+{
+    tsr_kernels table;
+    tsr_gemm_config gemm;
+    tsr_exec ex;
+    tsr_runtime_exec(rt, m, &table, &gemm, &ex);
+    tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len};
+    size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, o->batch_tokens > 0));
+    return tsr_plan_add(own, batch_plan(&ex, o, &b));
 }
 
 int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const tessera_tokens *src,

@@ -584,3 +584,193 @@ Test(api, alignments_follow_the_output, .timeout = 120)
     tessera_runtime_free(rt2);
     tessera_model_free(m);
 }
+
+/* ---- Memory budgets and batches by tokens -------------------------------------- */
+
+static tessera_runtime *runtime_with_budget(size_t max_memory)
+{
+    tessera_runtime_options o;
+    tessera_runtime *rt;
+    tessera_runtime_options_init(&o);
+    o.threads = 1;
+    o.max_memory = max_memory;
+    cr_assert_eq(tessera_runtime_create(&o, &rt, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_runtime_memory_budget(rt), max_memory);
+    return rt;
+}
+
+static size_t longest(const tessera_tokens *s, size_t n)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < n; i++)
+        most = s[i].len > most ? s[i].len : most;
+    return most;
+}
+
+/* The options api_answers translates with, beam 4 (its largest plan). */
+static void answers_beam(tessera_translate_options *o)
+{
+    tessera_translate_options_init(o);
+    o->beam = 4;
+    o->n_best = 2;
+    o->max_len = 20;
+}
+
+/* What a call keeps for its n inputs besides its batches (the order it takes
+ * them in): a budget made from one batch's plan needs it too. */
+#define CALL_ARRAYS 4096
+
+/* A budget that holds one sentence of the longest source at a time splits
+ * the batches of api_answers (3 sentences to translate) and of score and
+ * encode, and changes no bit. */
+Test(api, a_memory_budget_splits_batches_and_changes_no_bit, .timeout = 120)
+{
+    api_inputs *in = read_inputs();
+    tessera_model *m = load_model();
+    tessera_runtime *free_rt = runtime(1, 0, 1);
+    size_t d = (size_t)tessera_model_config(m)->d_model;
+    size_t src = longest(in->src, in->n), tgt = longest(in->tgt, in->n);
+    tessera_translate_options beam;
+    answers_beam(&beam);
+    size_t one = tessera_translate_memory(free_rt, m, 1, src, &beam);
+    size_t score_one = tessera_score_memory(free_rt, m, 1, src, tgt);
+    size_t budget = (one > score_one ? one : score_one) + CALL_ARRAYS;
+    cr_assert_gt(tessera_translate_memory(free_rt, m, 2, src, &beam), one + CALL_ARRAYS,
+                 "the budget would not split a batch");
+    tessera_runtime *tight = runtime_with_budget(budget);
+    char *want = answers(free_rt, m, in), *got = answers(tight, m, in);
+    cr_expect_str_eq(got, want, "a memory budget changed the output");
+
+    cr_assert_gt(tessera_score_memory(free_rt, m, 2, src, tgt), score_one + CALL_ARRAYS,
+                 "the budget would not split a batch of pairs");
+    tessera_runtime *score_tight = runtime_with_budget(score_one + CALL_ARRAYS);
+    tessera_score_options so;
+    tessera_score_options_init(&so);
+    so.batch = 8;
+    float **x, **y;
+    cr_assert_eq(tessera_score_with(free_rt, m, in->src, in->tgt, in->n, &so, &x, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(tessera_score_with(score_tight, m, in->src, in->tgt, in->n, &so, &y, err,
+                                    sizeof err), 0, "%s", err);
+    for (size_t i = 0; i < in->n; i++)
+        cr_expect_eq(memcmp(x[i], y[i], (in->tgt[i].len + 1) * sizeof(float)), 0,
+                     "pair %zu: scored differently under a budget", i + 1);
+    tessera_scores_free(x, in->n);
+    tessera_scores_free(y, in->n);
+    tessera_runtime_free(score_tight);
+
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
+    eo.batch = 8;
+    cr_assert_eq(tessera_encode_with(free_rt, m, in->src, in->n, &eo, &x, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_gt(tessera_encode_memory(free_rt, m, 2, src), tessera_encode_memory(free_rt, m, 1, src) + CALL_ARRAYS);
+    tessera_runtime *enc_tight =
+        runtime_with_budget(tessera_encode_memory(free_rt, m, 1, src) + CALL_ARRAYS);
+    cr_assert_eq(tessera_encode_with(enc_tight, m, in->src, in->n, &eo, &y, err, sizeof err), 0,
+                 "%s", err);
+    for (size_t i = 0; i < in->n; i++)
+        cr_expect_eq(memcmp(x[i], y[i], in->src[i].len * d * sizeof(float)), 0,
+                     "sentence %zu: encoded differently under a budget", i + 1);
+    tessera_encodings_free(x, in->n);
+    tessera_encodings_free(y, in->n);
+    free(want);
+    free(got);
+    tessera_runtime_free(enc_tight);
+    tessera_runtime_free(tight);
+    tessera_runtime_free(free_rt);
+    tessera_model_free(m);
+    free(in);
+}
+
+/* A sentence that alone needs more than the budget is an out-of-memory
+ * error naming it, before anything of the call runs; the runtime then still
+ * translates what fits. */
+Test(api, a_sentence_past_the_budget_is_named)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *free_rt = runtime(1, 0, 1);
+    tessera_translate_options o;
+    answers_beam(&o);
+    int32_t ids[103];
+    for (int t = 0; t < 103; t++)
+        ids[t] = 7 + t % 20;
+    const tessera_tokens src[] = {{ids, 2}, {ids, 1}, {ids + 3, 100}, {ids, 2}};
+    tessera_runtime *tight =
+        runtime_with_budget(tessera_translate_memory(free_rt, m, 1, 2, &o) + CALL_ARRAYS);
+    tessera_hypothesis *h;
+    int rc = tessera_translate_with(tight, m, src, 4, &o, &h, err, sizeof err);
+    cr_assert_eq(rc, TESSERA_ERR_NOMEM, "status %d: %s", rc, err);
+    cr_expect(strstr(err, "sentence 3 (100 tokens) needs") && strstr(err, "memory budget") &&
+                  !strchr(err, '\n'),
+              "the error should name sentence 3 and the budget: %s", err);
+    cr_expect_eq(tessera_translate_with(tight, m, src, 2, &o, &h, err, sizeof err), 0, "%s", err);
+    tessera_hypotheses_free(h, 4);
+    tessera_runtime_free(tight);
+    tessera_runtime_free(free_rt);
+    tessera_model_free(m);
+}
+
+/* Batches of at most N source tokens, shortest first, answer in input
+ * order with the bits of batches of one sentence: greedy, sampling (each
+ * sentence keeps its own random stream), beam, scores and encodings. */
+Test(api, batches_by_tokens_change_no_bit, .timeout = 120)
+{
+    api_inputs *in = read_inputs();
+    tessera_model *m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 2);
+    size_t d = (size_t)tessera_model_config(m)->d_model;
+    static const int topk[] = {1, 5, 1};
+    for (int c = 0; c < 3; c++) {
+        tessera_translate_options one, by_tokens;
+        tessera_translate_options_init(&one);
+        one.max_len = 20;
+        one.sampling_topk = topk[c];
+        one.seed = 7;
+        one.beam = c == 2 ? 3 : 1;
+        by_tokens = one;
+        by_tokens.batch = 64;
+        by_tokens.batch_tokens = 12;
+        tessera_hypothesis *a, *b;
+        cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &one, &a, err, sizeof err), 0,
+                     "%s", err);
+        cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &by_tokens, &b, err, sizeof err),
+                     0, "%s", err);
+        for (size_t i = 0; i < in->n; i++)
+            cr_expect(same_ids(&a[i], &b[i]) && a[i].score == b[i].score,
+                      "case %d, sentence %zu: batches of 12 tokens differ from batches of one", c,
+                      i + 1);
+        tessera_hypotheses_free(a, in->n);
+        tessera_hypotheses_free(b, in->n);
+    }
+    tessera_score_options s1, st;
+    tessera_score_options_init(&s1);
+    tessera_score_options_init(&st);
+    st.batch = 64;
+    st.batch_tokens = 9;
+    float **x, **y;
+    cr_assert_eq(tessera_score_with(rt, m, in->src, in->tgt, in->n, &s1, &x, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(tessera_score_with(rt, m, in->src, in->tgt, in->n, &st, &y, err, sizeof err), 0,
+                 "%s", err);
+    for (size_t i = 0; i < in->n; i++)
+        cr_expect_eq(memcmp(x[i], y[i], (in->tgt[i].len + 1) * sizeof(float)), 0,
+                     "pair %zu: scored differently in batches by tokens", i + 1);
+    tessera_scores_free(x, in->n);
+    tessera_scores_free(y, in->n);
+    tessera_encode_options e1, et;
+    tessera_encode_options_init(&e1);
+    tessera_encode_options_init(&et);
+    et.batch = 64;
+    et.batch_tokens = 9;
+    cr_assert_eq(tessera_encode_with(rt, m, in->src, in->n, &e1, &x, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_encode_with(rt, m, in->src, in->n, &et, &y, err, sizeof err), 0, "%s", err);
+    for (size_t i = 0; i < in->n; i++)
+        cr_expect_eq(memcmp(x[i], y[i], in->src[i].len * d * sizeof(float)), 0,
+                     "sentence %zu: encoded differently in batches by tokens", i + 1);
+    tessera_encodings_free(x, in->n);
+    tessera_encodings_free(y, in->n);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+    free(in);
+}
