@@ -279,20 +279,26 @@ static size_t default_memory_budget(int workers)
  * it may use, and within ulimit -u (RLIMIT_NPROC, which counts threads;
  * GNU OpenMP exits the process when it cannot start one, so it is checked
  * first, with the leader threads and the caller's counted too). */
-static int check_thread_count(int threads, int workers, char *err, size_t err_len)
+static int check_thread_count(int threads, int asked, int workers, char *err, size_t err_len)
 {
+    /* Who asked: the options, or the variable tsr_threads_resolve read. */
+    const char *who = "threads ";
+    if (!asked) {
+        const char *own = getenv("TESSERA_NUM_THREADS");
+        who = own && *own ? "TESSERA_NUM_THREADS=" : "OMP_NUM_THREADS=";
+    }
     long total = (long)threads * workers, cpus = tsr_threads_allowed_cpus();
     if (total > THREADS_PER_CPU_MAX * cpus)
         return tsr_fail(err, err_len,
-                        "threads %d x %d worker%s: more than %d per CPU this process may use "
-                        "(%ld CPUs)", threads, workers, workers == 1 ? "" : "s",
+                        "%s%d x %d worker%s: more than %d threads per CPU this process may use "
+                        "(%ld CPUs)", who, threads, workers, workers == 1 ? "" : "s",
                         THREADS_PER_CPU_MAX, cpus);
     struct rlimit nproc;
     if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
         (uintmax_t)(total + workers + 1) > (uintmax_t)nproc.rlim_cur)
         return tsr_fail(err, err_len,
-                        "threads %d x %d worker%s: %ld threads with the workers' own and the "
-                        "caller's, more than the process limit (ulimit -u %ju)", threads, workers,
+                        "%s%d x %d worker%s: %ld threads with the workers' own and the "
+                        "caller's, more than the process limit (ulimit -u %ju)", who, threads, workers,
                         workers == 1 ? "" : "s", total + workers + 1, (uintmax_t)nproc.rlim_cur);
     return 0;
 }
@@ -304,7 +310,7 @@ static int make_plan(const tessera_runtime_options *o, tessera_runtime *rt, char
     int threads;
     TSR_TRY(tsr_threads_resolve(o->threads, &threads, err, err_len));
     if (threads > 0)
-        TSR_TRY(check_thread_count(threads, o->workers, err, err_len));
+        TSR_TRY(check_thread_count(threads, o->threads > 0, o->workers, err, err_len));
     tsr_placement_request req = {.threads = threads, .workers = o->workers,
                                  .use_smt = o->use_smt};
     if (o->numa)
