@@ -13,10 +13,20 @@
  * for every error) so callers can `return cli_error(...)`. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A note on how the run went (one, the first asked for), printed as one
+ * line on stderr at the end of a run that succeeded, so that a failing run
+ * still prints exactly one line (its error). */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_print_note(void);
+
 /* printf into err (when err_len > 0) and return -1: a message for the caller
  * to prefix (with the line number, say) and print. */
 int cli_fail(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* --batch and --batch-tokens at most; --batch's default with --batch-tokens. */
+#define CLI_BATCH_MAX 65536
+#define CLI_BATCH_TOKENS_MAX (1 << 24)
 
 /* Options shared by translate and score (and some by bench). */
 typedef struct cli_options {
@@ -26,6 +36,9 @@ typedef struct cli_options {
     const char *numa; /* NULL: TESSERA_NUMA, else auto */
     int smt;
     int batch;
+    int batch_given;
+    int batch_tokens;      /* --batch-tokens: source tokens a batch holds at most; 0: no limit */
+    size_t max_memory;     /* --max-memory: each worker's memory budget; 0: the default */
     int tokens;
     tessera_translate_options translate;
     int n_best_given;
@@ -55,6 +68,14 @@ void cli_usage_compute_type(FILE *f);
 /* Prints the --help lines of --workers, --threads, --numa and --smt. */
 void cli_usage_threads(FILE *f);
 
+/* Prints the --help lines of --batch-tokens and --max-memory; `what`:
+ * "sentences", "pairs". */
+void cli_usage_batching(FILE *f, const char *what);
+
+/* Parses a size in bytes with an optional K, M, G or T suffix (powers of
+ * 1024); prints the error itself, naming flag. */
+int cli_parse_size(const char *flag, const char *text, size_t lo, size_t hi, size_t *out);
+
 /* Makes runtime `worker` of `workers` (--threads, --numa, --smt as given);
  * returns 0, or 1 after printing an error. */
 int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt);
@@ -74,6 +95,12 @@ typedef struct cli_model {
  * returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
 void cli_model_close(cli_model *cm);
+/* 0 when a line's working memory (`need`, from tessera_translate_memory and
+ * its kin for that line alone) fits the workers' memory budget; else -1 with
+ * the message in err. Checked as each line is read, so that the lines
+ * before it are still answered (the library checks again, per batch). */
+int cli_check_budget(const cli_model *cm, size_t need, size_t tokens, char *err, size_t err_len);
+
 /* 0 when the model has a decoder; else prints an error naming cmd and the
  * model, closes it and returns 1. */
 int cli_model_require_decoder(cli_model *cm, const char *cmd);

@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "                          (float32), all little-endian\n"
             "  --batch N               encode up to N sentences together (default 1; the\n"
             "                          output is identical whatever N)\n");
+    cli_usage_batching(f, "sentences");
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
@@ -48,6 +49,7 @@ typedef enum pooling { POOL_NONE, POOL_MEAN, POOL_FIRST } pooling;
 /* The command's state, shared by the workers (read-only) and the printer. */
 typedef struct command {
     const cli_model *cm;
+    int batch_tokens;
     pooling pool;
     int binary;
     cli_line line;
@@ -81,8 +83,12 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
 {
     const command *c = ctx;
     slot *s = state;
-    return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
-                            err_len);
+    if (cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
+                         err_len) != 0)
+        return -1;
+    size_t tokens = s->src.seqs[index].len;
+    size_t need = tessera_encode_memory(c->cm->runtimes[0], c->cm->model, 1, tokens);
+    return cli_check_budget(c->cm, need, tokens, err, err_len);
 }
 
 static int encode_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -93,6 +99,7 @@ static int encode_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, ch
     tessera_encode_options eo;
     tessera_encode_options_init(&eo);
     eo.batch = (int)n;
+    eo.batch_tokens = c->batch_tokens;
     if (tessera_encode_with(rt, c->cm->model, s->src.seqs, n, &eo, &s->vectors, err, err_len) != 0)
         return -1;
     s->n_vectors = n;
@@ -182,12 +189,13 @@ int cli_encode(int argc, char **argv)
 {
     cli_options o;
     cli_model cm;
-    int rc = cli_parse_options(argc, argv, "encode", "batch tokens pool format", &o, usage);
+    int rc = cli_parse_options(argc, argv, "encode", "batch batch-tokens max-memory tokens pool format", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0)
         return 1;
     command c = {.cm = &cm,
+                 .batch_tokens = o.batch_tokens,
                  .pool = strcmp(o.pool, "mean") == 0    ? POOL_MEAN
                          : strcmp(o.pool, "first") == 0 ? POOL_FIRST
                                                         : POOL_NONE,
@@ -207,7 +215,8 @@ int cli_encode(int argc, char **argv)
             rc = 1;
     }
     if (rc == 0)
-        rc = cli_run_workers(&encode_work, &c, (size_t)o.batch, cm.runtimes, o.workers);
+        rc = cli_run_workers(&encode_work, &c, (size_t)o.batch, (size_t)o.batch_tokens,
+                             cm.runtimes, o.workers);
     free(c.pooled);
     cli_line_free(&c.line);
     cli_model_close(&cm);

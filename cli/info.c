@@ -10,7 +10,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: tessera info [--workers N] [--threads K] [--numa POLICY] [--smt]\n"
+            "Usage: tessera info [-m DIR|NAME] [--compute-type TYPE] [--max-memory SIZE]\n"
+            "                    [--workers N] [--threads K] [--numa POLICY] [--smt]\n"
             "\n"
             "Prints the CPU features found, the kernel sets this build has and whether\n"
             "this CPU can run them, the set chosen (TESSERA_ISA forces one), the int8\n"
@@ -19,10 +20,18 @@ static void usage(FILE *f)
             "that translate and score would make with the same options, and the names of\n"
             "the models installed in\n"
             "  %s\n"
-            "(where -m NAME looks after the directories of TESSERA_MODELS_PATH).\n"
+            "(where -m NAME looks after the directories of TESSERA_MODELS_PATH), and each\n"
+            "worker's memory budget. With -m, also the model's resident size (its weights\n"
+            "in the compute type) and the working memory one sentence as long as the\n"
+            "model allows needs, translated greedily and with beam 4 to the longest\n"
+            "output, and scored: what --max-memory is held against.\n"
             "\n"
             "Options:\n",
             cli_models_dir());
+    cli_usage_model(f, "-m, --model DIR|NAME", "a model to size (optional):");
+    cli_usage_compute_type(f);
+    fprintf(f, "  --max-memory SIZE       each worker's memory budget (see 'tessera translate\n"
+               "                          --help'); default: half the memory available\n");
     cli_usage_threads(f);
     fprintf(f, "  -h, --help              this help\n");
 }
@@ -34,15 +43,29 @@ static int parse(int argc, char **argv, cli_options *o)
     static const struct option opts[] = {
         {"workers", required_argument, NULL, 'w'}, {"threads", required_argument, NULL, 'j'},
         {"numa", required_argument, NULL, 'n'},    {"smt", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},          {"model", required_argument, NULL, 'm'},
+        {"compute-type", required_argument, NULL, 'c'},
+        {"max-memory", required_argument, NULL, 'M'},
+        {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->workers = 1;
+    o->compute_type = TESSERA_COMPUTE_DEFAULT;
     opterr = 0;
     optind = 1;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":hm:", opts, NULL)) != -1) {
         switch (opt) {
+        case 'm': o->model_dir = optarg; break;
+        case 'c':
+            if (cli_parse_compute_type(optarg, &o->compute_type) != 0)
+                return 1;
+            break;
+        case 'M':
+            if (cli_parse_size("--max-memory", optarg, (size_t)1 << 20, (size_t)1 << 40,
+                               &o->max_memory) != 0)
+                return 1;
+            break;
         case 'w':
             if (cli_parse_int("--workers", optarg, 1, 256, &o->workers) != 0)
                 return 1;
@@ -66,6 +89,48 @@ static int parse(int argc, char **argv, cli_options *o)
     return 0;
 }
 
+static double mib(size_t bytes) { return (double)bytes / (1 << 20); }
+
+/* Each worker's memory budget, and where it comes from. */
+static void print_budget(const tessera_runtime *rt, const cli_options *o)
+{
+    size_t budget = tessera_runtime_memory_budget(rt);
+    if (budget == SIZE_MAX)
+        printf("memory budget: none (the memory available cannot be read here)\n");
+    else
+        printf("memory budget: %.1f MiB per worker (%s)\n", mib(budget),
+               o->max_memory ? "--max-memory"
+                             : "half the memory available now, shared by the workers");
+}
+
+/* The model's resident size and what one sentence as long as it allows
+ * needs: translated greedily and with beam 4 to the longest output, and
+ * scored with a target as long. */
+static void print_model(const cli_model *cm)
+{
+    const tessera_runtime *rt = cm->runtimes[0];
+    const tessera_config *cfg = cm->cfg;
+    size_t len = (size_t)cfg->max_positions;
+    printf("model: %s: %.1f MiB resident (weights, %s)\n", cm->dir,
+           mib(tessera_model_weight_bytes(cm->model)),
+           tessera_compute_type_name(tessera_model_compute_type(cm->model)));
+    if (cfg->n_decoder_layers == 0) {
+        printf("working memory of one sentence of %zu tokens: encode %.1f MiB\n", len,
+               mib(tessera_encode_memory(rt, cm->model, 1, len)));
+        return;
+    }
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.max_len = cfg->max_positions - 1;
+    size_t greedy = tessera_translate_memory(rt, cm->model, 1, len, &o);
+    o.beam = 4;
+    size_t beam = tessera_translate_memory(rt, cm->model, 1, len, &o);
+    printf("working memory of one sentence of %zu tokens (max_positions), to %d target tokens: "
+           "greedy %.1f MiB, beam 4 %.1f MiB, score %.1f MiB\n",
+           len, o.max_len, mib(greedy), mib(beam),
+           mib(tessera_score_memory(rt, cm->model, 1, len, len - 1)));
+}
+
 int cli_info(int argc, char **argv)
 {
     cli_options o;
@@ -81,20 +146,31 @@ int cli_info(int argc, char **argv)
     char system[4096];
     if (tessera_describe_system(system, sizeof system, err, sizeof err) != 0)
         return cli_error("%s", err);
+    cli_model cm = {0};
     tessera_runtime *rt;
-    if (cli_runtime_open(&o, 0, &rt) != 0)
+    if (o.model_dir ? cli_model_open(&o, &cm) != 0 : cli_runtime_open(&o, 0, &rt) != 0)
         return 1;
+    if (o.model_dir)
+        rt = cm.runtimes[0];
     char plan[8192];
     tessera_runtime_describe(rt, plan, sizeof plan);
     printf("tessera %s\n%s", tessera_version(), system);
     printf("compute type: %s%s; available: f32, bf16, int8 (--compute-type or "
            "TESSERA_COMPUTE_TYPE)\n",
-           tessera_compute_type_name(type),
-           env_type && *env_type ? " (from TESSERA_COMPUTE_TYPE)" : " (the default)");
+           tessera_compute_type_name(o.compute_type != TESSERA_COMPUTE_DEFAULT ? o.compute_type : type),
+           o.compute_type != TESSERA_COMPUTE_DEFAULT ? " (--compute-type)"
+           : env_type && *env_type                   ? " (from TESSERA_COMPUTE_TYPE)"
+                                                     : " (the default)");
     printf("threads: %d per worker, %d worker%s\n", tessera_runtime_threads(rt), o.workers,
            o.workers == 1 ? "" : "s");
     printf("%s%s", plan, plan[0] && plan[strlen(plan) - 1] != '\n' ? "\n" : "");
-    tessera_runtime_free(rt);
+    print_budget(rt, &o);
+    if (o.model_dir) {
+        print_model(&cm);
+        cli_model_close(&cm);
+    } else {
+        tessera_runtime_free(rt);
+    }
     char names[4096];
     cli_model_names(cli_models_dir(), names, sizeof names);
     printf("installed models (%s): %s\n", cli_models_dir(), names);

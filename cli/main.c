@@ -41,21 +41,10 @@ static void usage(FILE *f)
             cli_models_dir());
 }
 
-int main(int argc, char **argv)
+/* The subcommand named by argv[1]; its exit status. */
+static int run(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 1;
-    }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "--version") == 0) {
-        printf("tessera %s\n", tessera_version());
-        return 0;
-    }
     if (strcmp(cmd, "translate") == 0)
         return cli_translate(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0)
@@ -74,4 +63,25 @@ int main(int argc, char **argv)
                          "(install libmicrohttpd-dev and configure again)");
 #endif
     return cli_error("unknown command '%s' (try 'tessera --help')", cmd);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("tessera %s\n", tessera_version());
+        return 0;
+    }
+    int rc = run(argc, argv);
+    if (rc == 0)
+        cli_print_note();
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* Errors, flag values, and opening the model: what every subcommand shares. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,25 @@ int cli_error(const char *fmt, ...)
     fflush(stdout);
     fprintf(stderr, "tessera: %s\n", msg);
     return 1;
+}
+
+/* The note, if any, for the end of a successful run. */
+static char note[256];
+
+void cli_note(const char *fmt, ...)
+{
+    if (note[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+}
+
+void cli_print_note(void)
+{
+    if (note[0])
+        fprintf(stderr, "tessera: note: %s\n", note);
 }
 
 int cli_fail(char *err, size_t err_len, const char *fmt, ...)
@@ -94,6 +114,47 @@ void cli_usage_compute_type(FILE *f)
             "                          names the int8 kernel)\n");
 }
 
+void cli_usage_batching(FILE *f, const char *what)
+{
+    fprintf(f,
+            "  --batch-tokens T        a batch also holds at most T source tokens (a longer\n"
+            "                          line alone), 1..%d; lines are read into a batch\n"
+            "                          until the next would pass T (and at most --batch\n"
+            "                          of them, %d when --batch is not given); inside\n"
+            "                          it, %s are taken shortest first. The output is\n"
+            "                          identical whatever T\n"
+            "  --max-memory SIZE       working memory each worker may plan to hold at once\n"
+            "                          (activations, KV caches, logits, search state; not\n"
+            "                          the weights): bytes, or with a K, M, G or T suffix\n"
+            "                          (powers of 1024), 1M..1T. A batch that would need\n"
+            "                          more is run as smaller ones (identical output); a\n"
+            "                          line that alone needs more is an error. Default:\n"
+            "                          half the memory available at start, shared by the\n"
+            "                          workers ('tessera info -m MODEL' shows what a\n"
+            "                          sentence needs)\n",
+            CLI_BATCH_TOKENS_MAX, CLI_BATCH_MAX, what);
+}
+
+int cli_parse_size(const char *flag, const char *text, size_t lo, size_t hi, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || errno || text[strspn(text, " \t")] == '-')
+        return cli_error("%s: '%s' is not a size (bytes, or with K, M, G or T)", flag, text);
+    unsigned shift = 0;
+    if (*end) {
+        const char *units = "KMGT", *u = strchr(units, end[0] & ~0x20);
+        if (!u || !end[0] || end[1])
+            return cli_error("%s: '%s' is not a size (bytes, or with K, M, G or T)", flag, text);
+        shift = 10 * (unsigned)(u - units + 1);
+    }
+    if (v > (ULLONG_MAX >> shift) || (v << shift) < lo || (v << shift) > hi)
+        return cli_error("%s: %s is out of range [%zuM, %zuT]", flag, text, lo >> 20, hi >> 40);
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
 void cli_usage_threads(FILE *f)
 {
     fprintf(f,
@@ -119,9 +180,18 @@ int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt)
     ro.worker = worker;
     ro.numa = o->numa;
     ro.use_smt = o->smt;
-    if (tessera_runtime_create(&ro, rt, err, sizeof err) != 0)
-        return o->numa && strstr(err, "NUMA policy") ? cli_error("--numa: %s", err)
-                                                     : cli_error("%s", err);
+    ro.max_memory = o->max_memory;
+    if (tessera_runtime_create(&ro, rt, err, sizeof err) != 0) {
+        if (o->numa && strstr(err, "NUMA policy"))
+            return cli_error("--numa: %s", err);
+        if (o->threads && strncmp(err, "threads ", 8) == 0)
+            return cli_error("--threads: %s", err);
+        return cli_error("%s", err);
+    }
+    long threads = (long)tessera_runtime_threads(*rt) * o->workers;
+    if (o->threads && threads > tessera_cpus())
+        cli_note("%ld threads on %d CPUs: they take turns, which is slower than one per CPU",
+                 threads, tessera_cpus());
     return 0;
 }
 
@@ -168,6 +238,17 @@ int cli_model_open(const cli_options *o, cli_model *cm)
         }
     }
     return 0;
+}
+
+int cli_check_budget(const cli_model *cm, size_t need, size_t tokens, char *err, size_t err_len)
+{
+    size_t budget = tessera_runtime_memory_budget(cm->runtimes[0]);
+    if (need <= budget)
+        return 0;
+    return cli_fail(err, err_len,
+                    "%zu tokens need %.1f MiB of working memory, more than the memory budget "
+                    "(%.1f MiB; --max-memory)", tokens, (double)need / (1 << 20),
+                    (double)budget / (1 << 20));
 }
 
 int cli_model_require_decoder(cli_model *cm, const char *cmd)
@@ -231,6 +312,8 @@ enum {
     OPT_DISABLE_UNK,
     OPT_END_TOKEN,
     OPT_ALIGNMENTS,
+    OPT_BATCH_TOKENS,
+    OPT_MAX_MEMORY,
 };
 
 static const struct option all_options[] = {
@@ -260,6 +343,8 @@ static const struct option all_options[] = {
     {"disable-unk", no_argument, NULL, OPT_DISABLE_UNK},
     {"end-token", required_argument, NULL, OPT_END_TOKEN},
     {"alignments", no_argument, NULL, OPT_ALIGNMENTS},
+    {"batch-tokens", required_argument, NULL, OPT_BATCH_TOKENS},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {NULL, 0, NULL, 0},
 };
 
@@ -272,7 +357,14 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, 0, 1 << 20, &t->max_len);
     case OPT_THREADS: return cli_parse_int("--threads", arg, 1, 4096, &o->threads);
     case OPT_WORKERS: return cli_parse_int("--workers", arg, 1, 256, &o->workers);
-    case OPT_BATCH: return cli_parse_int("--batch", arg, 1, 1 << 16, &o->batch);
+    case OPT_BATCH:
+        o->batch_given = 1;
+        return cli_parse_int("--batch", arg, 1, CLI_BATCH_MAX, &o->batch);
+    case OPT_BATCH_TOKENS:
+        return cli_parse_int("--batch-tokens", arg, 1, CLI_BATCH_TOKENS_MAX, &o->batch_tokens);
+    case OPT_MAX_MEMORY:
+        return cli_parse_size("--max-memory", arg, (size_t)1 << 20, (size_t)1 << 40,
+                              &o->max_memory);
     case OPT_TOKENS: o->tokens = 1; return 0;
     case OPT_LENGTH_PENALTY:
         return cli_parse_float("--length-penalty", arg, 0.0, 100.0, &t->length_penalty);
@@ -319,6 +411,16 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     }
 }
 
+/* Whether the space-separated words of `allowed` include `name`. */
+static int allows(const char *allowed, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = allowed; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == allowed || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
 int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
                       void (*usage)(FILE *))
 {
@@ -347,13 +449,15 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
             if (p->val == opt)
                 name = p->name;
         if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_WORKERS && opt != OPT_NUMA &&
-            opt != OPT_SMT && opt != OPT_COMPUTE_TYPE && !strstr(allowed, name))
+            opt != OPT_SMT && opt != OPT_COMPUTE_TYPE && !allows(allowed, name))
             return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
         if (apply_option(opt, optarg, o) != 0)
             return 1;
     }
     if (optind < argc)
         return cli_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+    if (o->batch_tokens && !o->batch_given)
+        o->batch = CLI_BATCH_MAX;
     if (!o->model_dir)
         return cli_error("%s: -m DIR|NAME is required (try 'tessera %s --help')", cmd, cmd);
     const tessera_translate_options *t = &o->translate;

@@ -21,6 +21,7 @@ static void usage(FILE *f)
     fprintf(f,
             "  --batch N               score up to N pairs together (default 1; the output\n"
             "                          is identical whatever N)\n");
+    cli_usage_batching(f, "pairs");
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
@@ -35,6 +36,7 @@ static void usage(FILE *f)
 /* The command's state, shared by the workers (read-only) and the printer. */
 typedef struct command {
     const cli_model *cm;
+    int batch_tokens;
     cli_line line;
 } command;
 
@@ -83,7 +85,9 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
                         "%zu target tokens: BOS + target is longer than max_positions (%d)",
                         t->len, cfg->max_positions);
     b->tgt.seqs[index] = (tessera_tokens){t->ids, t->len};
-    return 0;
+    size_t src_tokens = b->src.seqs[index].len;
+    size_t need = tessera_score_memory(c->cm->runtimes[0], c->cm->model, 1, src_tokens, t->len);
+    return cli_check_budget(c->cm, need, src_tokens, err, err_len);
 }
 
 static int score_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -94,6 +98,7 @@ static int score_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, cha
     tessera_score_options so;
     tessera_score_options_init(&so);
     so.batch = (int)n;
+    so.batch_tokens = c->batch_tokens;
     if (tessera_score_with(rt, c->cm->model, s->src.seqs, s->tgt.seqs, n, &so, &s->scores, err, err_len) !=
         0)
         return -1;
@@ -129,13 +134,14 @@ int cli_score(int argc, char **argv)
 {
     cli_options o;
     cli_model cm;
-    int rc = cli_parse_options(argc, argv, "score", "batch tokens", &o, usage);
+    int rc = cli_parse_options(argc, argv, "score", "batch batch-tokens max-memory tokens", &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "score") != 0)
         return 1;
-    command c = {&cm, {0}};
-    rc = cli_run_workers(&score_work, &c, (size_t)o.batch, cm.runtimes, o.workers);
+    command c = {&cm, o.batch_tokens, {0}};
+    rc = cli_run_workers(&score_work, &c, (size_t)o.batch, (size_t)o.batch_tokens, cm.runtimes,
+                         o.workers);
     cli_line_free(&c.line);
     cli_model_close(&cm);
     return rc;

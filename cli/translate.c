@@ -25,7 +25,9 @@ static void usage(FILE *f)
             "  --n-best K              beam: write the K best hypotheses, each as\n"
             "                          'IDS<TAB>SCORE', tab separated, best first\n"
             "  --batch N               decode up to N sentences together (default 1; the\n"
-            "                          output is identical whatever N)\n"
+            "                          output is identical whatever N)\n");
+    cli_usage_batching(f, "sentences");
+    fprintf(f,
             "\n"
             "Decoding options (README \"Decoding options\" has the exact rules):\n"
             "  --sampling-topk K       sample each token from the K most likely (0: from\n"
@@ -124,6 +126,14 @@ static int parse_prefix(const command *c, const char *text, size_t len, cli_ids 
     return 0;
 }
 
+/* A source of `tokens` tokens, decoded alone, within the memory budget. */
+static int check_budget(const command *c, size_t tokens, char *err, size_t err_len)
+{
+    size_t need = tessera_translate_memory(c->cm->runtimes[0], c->cm->model, 1, tokens,
+                                           &c->o->translate);
+    return cli_check_budget(c->cm, need, tokens, err, err_len) != 0 ? -1 : 0;
+}
+
 static int parse_source(void *ctx, void *state, const char *line, size_t len, size_t index,
                         char *err, size_t err_len)
 {
@@ -132,18 +142,20 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
     if (index == 0)
         s->first_line = c->lines_parsed;
     c->lines_parsed++;
-    if (!c->o->prefix)
-        return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
-                                err_len);
     const char *prefix_text;
     size_t src_len, prefix_len;
+    if (!c->o->prefix)
+        return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
+                                err_len) ||
+               check_budget(c, s->src.seqs[index].len, err, err_len);
     if (cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
                          &prefix_len, err, err_len) != 0 ||
         cli_parse_source(c->cm, line, src_len, &s->src.ids[index], &s->src.seqs[index], err,
                          err_len) != 0)
         return -1;
     return parse_prefix(c, prefix_text, prefix_len, &s->prefix.ids[index], &s->prefix.seqs[index],
-                        err, err_len);
+                        err, err_len) ||
+           check_budget(c, s->src.seqs[index].len, err, err_len);
 }
 
 static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
@@ -153,6 +165,7 @@ static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt,
     slot *s = state;
     tessera_translate_options opts = c->o->translate;
     opts.batch = (int)n;
+    opts.batch_tokens = c->o->batch_tokens;
     opts.first_sentence_index = s->first_line;
     opts.target_prefix = c->o->prefix ? s->prefix.seqs : NULL;
     if (tessera_translate_with(rt, c->cm->model, s->src.seqs, n, &opts, &s->h, err, err_len) != 0)
@@ -207,9 +220,10 @@ int cli_translate(int argc, char **argv)
     cli_options o;
     cli_model cm;
     int rc = cli_parse_options(argc, argv, "translate",
-                               "beam max-len batch tokens length-penalty n-best sampling-topk "
-                               "sampling-topp sampling-temperature seed prefix min-len "
-                               "no-repeat-ngram repetition-penalty disable-unk end-token alignments",
+                               "beam max-len batch batch-tokens max-memory tokens length-penalty "
+                               "n-best sampling-topk sampling-topp sampling-temperature seed "
+                               "prefix min-len no-repeat-ngram repetition-penalty disable-unk "
+                               "end-token alignments",
                                &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
@@ -222,7 +236,8 @@ int cli_translate(int argc, char **argv)
         return rc;
     }
     command c = {&o, &cm, {0}, 0};
-    rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, cm.runtimes, o.workers);
+    rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, (size_t)o.batch_tokens,
+                         cm.runtimes, o.workers);
     cli_line_free(&c.line);
     cli_model_close(&cm);
     return rc;

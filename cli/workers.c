@@ -16,12 +16,19 @@ typedef struct reader {
     size_t line_no;
     char *buf;
     size_t cap;
+    size_t held; /* nonzero: buf holds line line_no, held back for the next batch (length held - 1) */
 } reader;
 
 /* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
  * the line in *line and *len, 0 at end of input, -1 on a read error. */
 static int read_line(reader *r, char **line, size_t *len)
 {
+    if (r->held) {
+        *line = r->buf;
+        *len = r->held - 1;
+        r->held = 0;
+        return 1;
+    }
     ssize_t n = getline(&r->buf, &r->cap, r->in);
     if (n < 0)
         return ferror(r->in) ? -1 : 0;
@@ -43,6 +50,7 @@ typedef struct slot {
     void *state;          /* the command's batch */
     size_t n;             /* its lines */
     long batch;           /* its number in input order */
+    size_t first_line;    /* the input line number of its first line */
     enum slot_state kind;
     int rc;
     char err[1024];
@@ -98,6 +106,19 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* A batch's error as one line. The library names an input by its place in
+ * the call ("sentence 3 (40 tokens) needs ..."): that becomes its line of
+ * the input ("line 17 (40 tokens) needs ..."). */
+static int batch_error(const slot *s)
+{
+    size_t k;
+    int at = 0;
+    if ((sscanf(s->err, "sentence %zu %n", &k, &at) == 1 ||
+         sscanf(s->err, "pair %zu %n", &k, &at) == 1) && at > 0 && k >= 1 && k <= s->n)
+        return cli_error("line %zu %s", s->first_line + k - 1, s->err + at);
+    return cli_error("%s", s->err);
+}
+
 /* Waits for batch `b` (in slot b % n_slots) to be computed, prints it and
  * frees its slot; the exit status. */
 static int print_batch(pool *p, long b)
@@ -107,21 +128,33 @@ static int print_batch(pool *p, long b)
     while (s->kind != SLOT_DONE)
         pthread_cond_wait(&p->cond, &p->lock);
     pthread_mutex_unlock(&p->lock);
-    int status = s->rc != 0 ? cli_error("%s", s->err) : p->w->print(p->ctx, s->state, s->n);
+    int status = s->rc != 0 ? batch_error(s) : p->w->print(p->ctx, s->state, s->n);
     pthread_mutex_lock(&p->lock);
     s->kind = SLOT_FREE;
     pthread_mutex_unlock(&p->lock);
     return status;
 }
 
-/* Reads and parses up to cap lines into slot s. A line that fails stops the
- * input: pending receives "line N: message", so that the lines before it are
- * still computed and printed before the error. Returns 1 when more input may
- * follow, 0 at its end or after an error. */
-static int read_batch(pool *p, reader *r, slot *s, size_t cap, char *pending, size_t pending_len)
+/* The source tokens of a line: its space-separated words before the first
+ * TAB (what the parsers will find there, or an error they will report). */
+static size_t source_tokens(const char *line, size_t len)
+{
+    size_t words = 0;
+    for (size_t i = 0; i < len && line[i] != '\t'; i++)
+        words += line[i] != ' ' && (i == 0 || line[i - 1] == ' ');
+    return words;
+}
+
+/* Reads and parses up to cap lines (and max_tokens source tokens, when not
+ * 0) into slot s. A line that fails stops the input: pending receives "line
+ * N: message", so that the lines before it are still computed and printed
+ * before the error. Returns 1 when more input may follow, 0 at its end or
+ * after an error. */
+static int read_batch(pool *p, reader *r, slot *s, size_t cap, size_t max_tokens, char *pending,
+                      size_t pending_len)
 {
     char *line, msg[768];
-    size_t len;
+    size_t len, tokens = 0;
     s->n = 0;
     while (s->n < cap) {
         int rc = read_line(r, &line, &len);
@@ -136,6 +169,16 @@ static int read_batch(pool *p, reader *r, slot *s, size_t cap, char *pending, si
             snprintf(pending, pending_len, "line %zu: contains a NUL byte", r->line_no);
             return 0;
         }
+        if (max_tokens) {
+            size_t more = source_tokens(line, len);
+            if (s->n > 0 && tokens + more > max_tokens) {
+                r->held = len + 1; /* the next batch starts with it */
+                return 1;
+            }
+            tokens += more;
+        }
+        if (s->n == 0)
+            s->first_line = r->line_no;
         if (p->w->parse(p->ctx, s->state, line, len, s->n, msg, sizeof msg) != 0) {
             snprintf(pending, pending_len, "line %zu: %s", r->line_no, msg);
             return 0;
@@ -146,7 +189,7 @@ static int read_batch(pool *p, reader *r, slot *s, size_t cap, char *pending, si
 }
 
 /* Reads, hands out and prints every batch; the exit status. */
-static int run_batches(pool *p, size_t cap)
+static int run_batches(pool *p, size_t cap, size_t max_tokens)
 {
     reader r = {.in = stdin};
     char pending[1024] = "";
@@ -159,7 +202,7 @@ static int run_batches(pool *p, size_t cap)
             status = print_batch(p, printed++);
         if (status != 0)
             break;
-        more = read_batch(p, &r, s, cap, pending, sizeof pending);
+        more = read_batch(p, &r, s, cap, max_tokens, pending, sizeof pending);
         if (s->n > 0) {
             pthread_mutex_lock(&p->lock);
             s->batch = read++;
@@ -176,8 +219,8 @@ static int run_batches(pool *p, size_t cap)
     return status;
 }
 
-int cli_run_workers(const cli_work *w, void *ctx, size_t cap, tessera_runtime *const *runtimes,
-                    int workers)
+int cli_run_workers(const cli_work *w, void *ctx, size_t cap, size_t max_tokens,
+                    tessera_runtime *const *runtimes, int workers)
 {
     pool p = {.w = w, .ctx = ctx, .n_slots = 2 * workers};
     worker *wk = calloc((size_t)workers, sizeof *wk);
@@ -199,7 +242,7 @@ int cli_run_workers(const cli_work *w, void *ctx, size_t cap, tessera_runtime *c
         started++;
     }
     if (status == 0)
-        status = run_batches(&p, cap);
+        status = run_batches(&p, cap, max_tokens);
     /* A failed batch stops the printing, not the workers: batches not yet
      * taken are dropped, those being computed are waited for, and every slot
      * then releases whatever results it still holds. */

@@ -32,9 +32,12 @@ typedef struct cli_work {
     int (*print)(void *ctx, void *slot, size_t n);
 } cli_work;
 
-/* Reads standard input in batches of up to cap lines, computed on
- * runtimes[0 .. workers) and printed in order; returns the exit status. */
-int cli_run_workers(const cli_work *w, void *ctx, size_t cap, tessera_runtime *const *runtimes,
-                    int workers);
+/* Reads standard input in batches of up to cap lines and, when max_tokens >
+ * 0, up to max_tokens source tokens (the space-separated words before a
+ * line's first TAB; a line that would pass the limit starts the next batch,
+ * a longer one is a batch alone), computed on runtimes[0 .. workers) and
+ * printed in order; returns the exit status. */
+int cli_run_workers(const cli_work *w, void *ctx, size_t cap, size_t max_tokens,
+                    tessera_runtime *const *runtimes, int workers);
 
 #endif

@@ -1583,3 +1583,225 @@ Test(cli, address_space_limit_fails_cleanly, .timeout = 180)
     test_run_free(&free_run);
     free(big_dir);
 }
+
+/* ---- Memory budgets and batches by tokens ---------------------------------------- */
+
+/* The model of these tests: d_model 64, 2 + 2 layers, 40 source and 50
+ * target tokens, max_positions 64, in `dir` in place of the tiny one. */
+static void write_budget_model(void)
+{
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cfg.d_model = 64;
+    cfg.n_heads = 4;
+    cfg.d_ff = 128;
+    cfg.n_encoder_layers = cfg.n_decoder_layers = 2;
+    cfg.src_vocab_size = 40;
+    cfg.tgt_vocab_size = 50;
+    cfg.max_positions = 64;
+    mw_model_free(model);
+    model = mw_model_new(&cfg, 9);
+    mw_write(model, dir);
+}
+
+/* n lines of 1 to 40 source ids (and, for score, a target after a TAB). */
+static char *budget_lines(size_t n, int pairs)
+{
+    size_t cap = n * 512, len = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < n; i++) {
+        size_t words = 1 + (i * 7) % 40;
+        for (size_t w = 0; w < words; w++)
+            len += (size_t)snprintf(text + len, cap - len, w ? " %zu" : "%zu", 4 + (i + w * 3) % 36);
+        if (pairs)
+            len += (size_t)snprintf(text + len, cap - len, "\t%zu %zu", 4 + i % 40, 5 + i % 40);
+        text[len++] = '\n';
+    }
+    text[len] = '\0';
+    return text;
+}
+
+/* tessera CMD -m DIR [--max-len 8] common... more... < input, on one thread. */
+static test_run run_with(const char *cmd, const char *input, char *const common[],
+                         char *const more[])
+{
+    char *argv[MAX_ARGS + 2];
+    size_t n = 0;
+    argv[n++] = (char *)test_tessera_path();
+    const char *fixed[] = {cmd, "-m", dir, "--max-len", "8"};
+    for (size_t i = 0; i < (strcmp(cmd, "translate") == 0 ? 5u : 3u); i++)
+        argv[n++] = (char *)fixed[i];
+    for (char *const *list[] = {common, more}, *const **l = list; l < list + 2; l++)
+        for (size_t i = 0; *l && (*l)[i]; i++) {
+            cr_assert_lt(n, MAX_ARGS);
+            argv[n++] = (*l)[i];
+        }
+    argv[n] = NULL;
+    return test_run_command(argv, input, one_thread);
+}
+
+/* The command's output with the options `common` and `batching` equals its
+ * output with `common` and --batch 1. */
+static void expect_same_as_batch_one(const char *cmd, const char *input, char *const common[],
+                                     char *const batching[], const char *what)
+{
+    char *one[] = {"--batch", "1", NULL};
+    test_run want = run_with(cmd, input, common, one), got = run_with(cmd, input, common, batching);
+    expect_success(&want);
+    expect_success(&got);
+    cr_expect(got.out_len == want.out_len && memcmp(got.out, want.out, want.out_len) == 0,
+              "%s %s: the output differs from --batch 1", cmd, what);
+    test_run_free(&want);
+    test_run_free(&got);
+}
+
+/* --batch-tokens forms batches by source tokens (and, inside, shortest
+ * first): translate (greedy and beam), score and encode write what --batch 1
+ * writes. */
+Test(cli, batches_by_tokens_write_the_same)
+{
+    write_budget_model();
+    char *lines = budget_lines(24, 0), *pairs = budget_lines(24, 1);
+    char *beam[] = {"--beam", "3", NULL};
+    char *t30[] = {"--batch-tokens", "30", NULL}, *t7[] = {"--batch-tokens", "7", NULL};
+    char *capped[] = {"--batch-tokens", "60", "--batch", "3", NULL};
+    expect_same_as_batch_one("translate", lines, NULL, t30, "--batch-tokens 30");
+    expect_same_as_batch_one("translate", lines, beam, t7, "--beam 3 --batch-tokens 7");
+    expect_same_as_batch_one("translate", lines, NULL, capped, "--batch-tokens 60 --batch 3");
+    expect_same_as_batch_one("score", pairs, NULL, t30, "--batch-tokens 30");
+    expect_same_as_batch_one("encode", lines, NULL, t7, "--batch-tokens 7");
+    free(lines);
+    free(pairs);
+}
+
+/* The working memory the command plans for n lines of `tokens` source
+ * tokens (beam search when beam > 1, to --max-len 8), as tessera_translate_memory
+ * computes it for the command's runtime of one thread. */
+static size_t lines_memory(size_t n, size_t tokens, int beam)
+{
+    char err[512];
+    tessera_model *m;
+    tessera_runtime *rt;
+    tessera_runtime_options ro;
+    tessera_runtime_options_init(&ro);
+    ro.threads = 1;
+    cr_assert_eq(tessera_model_load(dir, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_runtime_create(&ro, &rt, err, sizeof err), 0, "%s", err);
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.max_len = 8;
+    o.beam = beam;
+    size_t bytes = tessera_translate_memory(rt, m, n, tokens, &o);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+    return bytes;
+}
+
+/* A budget between one line's plan and a long line's: the lines that fit
+ * are translated (split from their batch of 8), a line past it is one error
+ * naming it and its length, after the lines before it; the same budget
+ * splits translate, beam, score and encode batches with the output of
+ * --batch 1. */
+Test(cli, a_memory_budget_splits_batches_and_names_a_line_past_it)
+{
+    write_budget_model();
+    size_t small = lines_memory(1, 40, 4), large = lines_memory(1, 63, 4);
+    cr_assert_gt(large, small);
+    size_t middle = small + (large - small) / 2;
+    cr_assert_gt(lines_memory(2, 20, 4), middle, "the budget would not split a batch");
+    char budget[32];
+    snprintf(budget, sizeof budget, "%zu", middle);
+    char *lines = budget_lines(16, 0), *pairs = budget_lines(16, 1);
+    char *beam[] = {"--beam", "4", NULL};
+    char *budgeted[] = {"--batch", "8", "--max-memory", budget, NULL};
+    expect_same_as_batch_one("translate", lines, beam, budgeted, "--beam 4 --max-memory");
+    expect_same_as_batch_one("translate", lines, NULL, budgeted, "--max-memory");
+    expect_same_as_batch_one("score", pairs, NULL, budgeted, "--max-memory");
+    expect_same_as_batch_one("encode", lines, NULL, budgeted, "--max-memory");
+
+    /* Two lines that fit, then one of 63 tokens. */
+    char input[1024];
+    size_t len = (size_t)snprintf(input, sizeof input, "4 5 6\n7 8\n");
+    for (int w = 0; w < 63; w++)
+        len += (size_t)snprintf(input + len, sizeof input - len, w ? " %d" : "%d", 4 + w % 30);
+    snprintf(input + len, sizeof input - len, "\n9 10\n");
+    test_run r = translate(input, "--batch", "8", "--beam", "4", "--max-len", "8",
+                           "--max-memory", budget);
+    expect_failure(&r, "line 3: 63 tokens need", "--max-memory", 2);
+    test_run_free(&r);
+    free(lines);
+    free(pairs);
+}
+
+/* Beam 1024 over batches of 256 (and of 65536) sentences: without a budget
+ * the batch would plan over 512 MB; with --max-memory 256M the batches are split
+ * to fit, the whole run stays under 600 MB resident (weights included),
+ * and both write the same. */
+Test(cli, beam_1024_within_a_memory_budget, .timeout = 240)
+{
+#ifdef TEST_UNDER_SANITIZER
+    cr_skip_test("built with a sanitizer, whose quarantine of freed memory makes the resident "
+                 "sizes its own");
+#endif
+    if (getenv("TESSERA_TEST_RUNNER"))
+        cr_skip_test("tessera runs under an emulator ($TESSERA_TEST_RUNNER): beam 1024 would "
+                     "take minutes there");
+    write_budget_model();
+    char *lines = budget_lines(12, 0);
+    cr_assert_gt(lines_memory(12, 40, 1024), (size_t)512 << 20,
+                 "one batch of these lines should plan more than twice the budget");
+    test_run a = translate(lines, "--beam", "1024", "--batch", "256", "--max-len", "4",
+                           "--max-memory", "256M");
+    expect_success(&a);
+    test_run b = translate(lines, "--beam", "1024", "--batch", "65536", "--max-len", "4",
+                           "--max-memory", "256M");
+    expect_success(&b);
+    long rss = children_max_rss_kib();
+    cr_log_info("max RSS of beam 1024 under --max-memory 256M: %ld KiB", rss);
+    cr_expect_lt(rss, 600 * 1024, "beam 1024 under --max-memory 256M took %ld KiB", rss);
+    cr_expect_str_eq(a.out, b.out, "--batch 256 and --batch 65536 differ");
+    cr_expect_eq(count_lines(&a), 12);
+    test_run_free(&a);
+    test_run_free(&b);
+    free(lines);
+}
+
+/* Threads past 8 per CPU this process may use are refused, naming --threads
+ * (or the variable that asked for them); past the CPUs, a run that succeeds
+ * says so once, after its output. */
+Test(cli, thread_counts_are_bounded_by_the_cpus)
+{
+    char many[16], some[16];
+    snprintf(many, sizeof many, "%d", 8 * tessera_cpus() + 1);
+    snprintf(some, sizeof some, "%d", tessera_cpus() + 1);
+    test_run r = translate("4 5\n", "--threads", many);
+    expect_failure(&r, "--threads", "per CPU", 0);
+    test_run_free(&r);
+    char env[64];
+    snprintf(env, sizeof env, "TESSERA_NUM_THREADS=%s", many);
+    char *const env_many[] = {env, NULL};
+    r = run_env("4 5\n", env_many, "translate", "-m", "DIR", NULL);
+    expect_failure(&r, "TESSERA_NUM_THREADS=", "per CPU", 0);
+    test_run_free(&r);
+    r = translate("4 5\n", "--threads", some);
+    cr_expect_eq(r.exit_status, 0, "%s", r.err);
+    cr_expect(strncmp(r.err, "tessera: note: ", 15) == 0 && strstr(r.err, "CPUs") &&
+                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+              "one note after the output: \"%s\"", r.err);
+    test_run_free(&r);
+}
+
+/* info -m sizes a model: its resident weights, and the working memory of one
+ * sentence as long as it allows, greedy, beam 4 and scored. */
+Test(cli, info_sizes_a_model)
+{
+    test_run r = run(NULL, "info", "-m", "DIR", "--max-memory", "64M");
+    expect_success(&r);
+    cr_expect(strstr(r.out, "memory budget: 64.0 MiB per worker (--max-memory)"), "%s", r.out);
+    cr_expect(strstr(r.out, "MiB resident (weights, f32)"), "%s", r.out);
+    cr_expect(strstr(r.out, "working memory of one sentence of 16 tokens (max_positions), to 15 "
+                            "target tokens: greedy "), "%s", r.out);
+    cr_expect(strstr(r.out, "beam 4 ") && strstr(r.out, "score "), "%s", r.out);
+    test_run_free(&r);
+}
