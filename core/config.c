@@ -16,6 +16,7 @@
 #include "core/files.h"
 #include "core/json_kind.h"
 #include "core/memory.h"
+#include "core/quote.h"
 
 /* Far beyond any real Transformer, small enough that products of two sizes
  * cannot overflow on 64-bit targets (the 32-bit case is checked below). */
@@ -153,7 +154,9 @@ static int read_named(const json_t *root, const char *key, const char *what,
         size_t used = strlen(choices);
         snprintf(choices + used, sizeof choices - used, "%s%s", i ? ", " : "", names[i].name);
     }
-    return tsr_fail(err, err_len, "key '%s': unknown %s '%s' (%s)", key, what, name, choices);
+    char quoted[TSR_QUOTE_LEN];
+    return tsr_fail(err, err_len, "key '%s': unknown %s '%s' (%s)", key, what,
+                    tsr_quote(quoted, sizeof quoted, name, '\''), choices);
 }
 
 static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
@@ -181,9 +184,12 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!root && tsr_json_out_of_memory(&jerr))
         return tsr_fail_oom(err, err_len, "out of memory parsing it");
-    if (!root)
-        return tsr_fail(err, err_len, "not valid JSON: %s (line %d, column %d)", jerr.text,
-                        jerr.line, jerr.column);
+    if (!root) {
+        /* jansson's text quotes the bytes near the error as they are. */
+        char why[4 * sizeof jerr.text + 4];
+        return tsr_fail(err, err_len, "not valid JSON: %s (line %d, column %d)",
+                        tsr_quote(why, sizeof why, jerr.text, 0), jerr.line, jerr.column);
+    }
     int rc;
     /* The enums' values, read as ints. */
     int named[2] = {(int)cfg->activation, (int)cfg->layer_norm_form};

@@ -19,6 +19,7 @@
 #include "core/files.h"
 #include "core/json_kind.h"
 #include "core/memory.h"
+#include "core/quote.h"
 
 /* The file opens with the header length as a little-endian u64. */
 #define HEADER_LEN_BYTES 8
@@ -144,9 +145,12 @@ static int check_metadata(const json_t *meta, char *err, size_t err_len)
     const char *key;
     const json_t *value;
     json_object_foreach ((json_t *)meta, key, value) {
-        if (!json_is_string(value))
-            return tsr_fail(err, err_len, "'" METADATA_KEY "': value of '%s' is %s, expected a string",
-                            key, tsr_json_kind(value));
+        if (!json_is_string(value)) {
+            char quoted[TSR_QUOTE_LEN];
+            return tsr_fail(err, err_len,
+                            "'" METADATA_KEY "': value of '%s' is %s, expected a string",
+                            tsr_quote(quoted, sizeof quoted, key, '\''), tsr_json_kind(value));
+        }
     }
     return 0;
 }
@@ -174,8 +178,9 @@ static int parse_dtype(const char *name, const json_t *entry, const dtype_desc *
                         tsr_json_kind(dtype));
     *out = find_dtype(json_string_value(dtype));
     if (!*out) {
-        tsr_fail(err, err_len, "tensor '%s': unknown dtype '%s'", name, json_string_value(dtype));
-        return -1;
+        char quoted[TSR_QUOTE_LEN];
+        return tsr_fail(err, err_len, "tensor '%s': unknown dtype '%s'", name,
+                        tsr_quote(quoted, sizeof quoted, json_string_value(dtype), '\''));
     }
     return 0;
 }
@@ -231,7 +236,8 @@ static int parse_offsets(const char *name, const json_t *entry, byte_span *span,
 }
 
 /* One header entry: dtype, shape and offsets consistent with each other and
- * with the data section, data_len bytes. */
+ * with the data section, data_len bytes. `name` is the tensor's name as
+ * messages show it (tsr_quote), here and in the parse_ functions above. */
 static int parse_entry(const char *name, const json_t *entry, size_t data_len,
                        tsr_tensor_info *t, byte_span *span, char *err, size_t err_len)
 {
@@ -286,12 +292,17 @@ static int check_overlaps(byte_span *spans, size_t n, const tsr_tensor_info *ten
         const byte_span *s = &spans[i];
         if (s->begin == s->end)
             continue;
-        if (furthest && s->begin < furthest->end)
+        if (furthest && s->begin < furthest->end) {
+            char quoted[TSR_QUOTE_LEN], quoted_furthest[TSR_QUOTE_LEN];
             return tsr_fail(err, err_len,
                             "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                             "] overlap tensor '%s' [%" PRIu64 ", %" PRIu64 "]",
-                            tensors[s->tensor].name, s->begin, s->end,
-                            tensors[furthest->tensor].name, furthest->begin, furthest->end);
+                            tsr_quote(quoted, sizeof quoted, tensors[s->tensor].name, '\''),
+                            s->begin, s->end,
+                            tsr_quote(quoted_furthest, sizeof quoted_furthest,
+                                      tensors[furthest->tensor].name, '\''),
+                            furthest->begin, furthest->end);
+        }
         if (!furthest || s->end > furthest->end)
             furthest = s;
     }
@@ -326,7 +337,9 @@ static int parse_header(tsr_safetensors *st, const json_t *root,
             byte_span *span = &spans[st->n_tensors];
             span->tensor = st->n_tensors++;
             t->name = tsr_strdup(key);
-            rc = t->name ? parse_entry(key, value, data_len, t, span, err, err_len)
+            char quoted[TSR_QUOTE_LEN];
+            rc = t->name ? parse_entry(tsr_quote(quoted, sizeof quoted, key, '\''), value,
+                                       data_len, t, span, err, err_len)
                          : tsr_fail_oom(err, err_len, "out of memory");
         }
         if (rc != 0)
@@ -368,9 +381,12 @@ static int parse_json_header(tsr_safetensors *st, const unsigned char *header,
     if (!root && tsr_json_out_of_memory(&jerr))
         return tsr_fail_oom(err, err_len, "out of memory parsing the header (%" PRIu64 " bytes)",
                             header_len);
-    if (!root)
+    if (!root) {
+        /* jansson's text quotes the bytes near the error as they are. */
+        char why[4 * sizeof jerr.text + 4];
         return tsr_fail(err, err_len, "header is not valid JSON: %s (line %d, column %d)",
-                        jerr.text, jerr.line, jerr.column);
+                        tsr_quote(why, sizeof why, jerr.text, 0), jerr.line, jerr.column);
+    }
     int rc;
     if (!json_is_object(root))
         rc = tsr_fail(err, err_len, "header is %s, expected a JSON object", tsr_json_kind(root));
@@ -439,8 +455,9 @@ int tsr_safetensors_read(const tsr_safetensors *st, const tsr_tensor_info *t, si
     int rc = read_whole(st->fd, st->data_start + t->offset + first, dst, bytes, err, err_len);
     if (rc == 0)
         return 0;
-    char prefix[300];
-    snprintf(prefix, sizeof prefix, "tensor '%s'", t->name);
+    char quoted[TSR_QUOTE_LEN], prefix[TSR_QUOTE_LEN + 16];
+    snprintf(prefix, sizeof prefix, "tensor '%s'",
+             tsr_quote(quoted, sizeof quoted, t->name, '\''));
     return tsr_fail_prefix(rc, err, err_len, prefix);
 }
 

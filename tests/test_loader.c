@@ -19,6 +19,7 @@
 
 #include "core/config.h"
 #include "core/model.h"
+#include "core/quote.h"
 #include "core/safetensors.h"
 #include "simd/dispatch.h"
 #include "tests/kernel_reference.h"
@@ -954,6 +955,162 @@ Test(config, messages_are_truncated_safely)
     cr_expect_eq(strlen(small), sizeof small - 1);
     cr_expect_eq(tsr_config_parse(json, strlen(json), &cfg, NULL, 0), -1);
     free(json);
+}
+
+/* ---- What the files say, quoted ----------------------------------------------------- */
+
+/* A tensor name or a config value is the file's to choose: in a message it
+ * must not end the line, send a terminal escape or close its quote early.
+ * jansson refuses raw control bytes and invalid UTF-8 inside strings, so a
+ * file gets control bytes into a name only as JSON escapes (\u001b, \n),
+ * and other bytes as valid UTF-8; what jansson quotes of a refused file
+ * (the bytes near the error) is escaped too. */
+
+TestSuite(quote);
+
+static void expect_printable(const char *message)
+{
+    for (const unsigned char *p = (const unsigned char *)message; *p; p++)
+        cr_expect(*p >= 0x20 && *p < 0x7f, "byte 0x%02x at %td of \"%s\" is not printable ASCII",
+                  *p, (const char *)p - message, message);
+}
+
+Test(quote, every_byte_outside_printable_ascii_as_hex)
+{
+    char out[TSR_QUOTE_LEN];
+    cr_expect_str_eq(tsr_quote(out, sizeof out, "a\x1b[2J\n\r\t\x7f\xff\xc3\xa9'\\\"z", '\''),
+                     "a\\x1b[2J\\x0a\\x0d\\x09\\x7f\\xff\\xc3\\xa9\\x27\\x5c\"z");
+    /* Outside quotes, a quote character is just a character. */
+    cr_expect_str_eq(tsr_quote(out, sizeof out, "near '\x1b'", 0), "near '\\x1b'");
+    cr_expect_str_eq(tsr_quote(out, sizeof out, "", '\''), "");
+    const char *plain = "transformer.encoder.layers.1.self_attn.in_proj_bias";
+    cr_expect_str_eq(tsr_quote(out, sizeof out, plain, '\''), plain);
+}
+
+Test(quote, long_text_is_cut_with_an_ellipsis)
+{
+    char text[1001], out[TSR_QUOTE_LEN], want[TSR_QUOTE_LEN];
+    memset(text, 'a', 1000);
+    text[1000] = '\0';
+    memset(want, 'a', TSR_QUOTE_MAX);
+    strcpy(want + TSR_QUOTE_MAX, "...");
+    cr_expect_str_eq(tsr_quote(out, sizeof out, text, '\''), want);
+    /* Exactly as long as the limit: whole. */
+    text[TSR_QUOTE_MAX] = '\0';
+    cr_expect_str_eq(tsr_quote(out, sizeof out, text, '\''), text);
+    /* An escape that would cross the limit is left out whole. */
+    text[TSR_QUOTE_MAX - 1] = '\x1b';
+    memset(want, 'a', TSR_QUOTE_MAX - 1);
+    strcpy(want + TSR_QUOTE_MAX - 1, "...");
+    cr_expect_str_eq(tsr_quote(out, sizeof out, text, '\''), want);
+    memset(text, '\x1b', 1000);
+    text[1000] = '\0';
+    tsr_quote(out, sizeof out, text, '\'');
+    cr_expect_eq(strlen(out), TSR_QUOTE_MAX + 3);
+    cr_expect_str_eq(out + TSR_QUOTE_MAX - 4, "\\x1b...");
+    /* A smaller buffer cuts sooner. */
+    cr_expect_str_eq(tsr_quote(out, 8, "abcdefgh", '\''), "abcd...");
+}
+
+Test(safetensors, names_and_dtypes_from_the_header_are_escaped)
+{
+    header_fails("{\"w\\u001b[31m\\nX\\u00e9'\\\\\": {\"dtype\": \"F32\", \"shape\": [2],"
+                 " \"data_offsets\": [0, 4]}}",
+                 4, "tensor 'w\\x1b[31m\\x0aX\\xc3\\xa9\\x27\\x5c': data_offsets [0, 4] hold 4",
+                 NULL);
+    expect_printable(err);
+    header_fails("{\"w\": {\"dtype\": \"F\\u001b\\r\\u0085\", \"shape\": [1],"
+                 " \"data_offsets\": [0, 4]}}",
+                 4, "tensor 'w': unknown dtype 'F\\x1b\\x0d\\xc2\\x85'", NULL);
+    expect_printable(err);
+    header_fails("{\"__metadata__\": {\"\\u001b]0;pwned\\u0007\": 1}}", 0,
+                 "'__metadata__': value of '\\x1b]0;pwned\\x07' is an integer", NULL);
+    expect_printable(err);
+    header_fails("{\"a\\n\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+                 " \"b\\n\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+                 12, "tensor 'b\\x0a'", "overlap tensor 'a\\x0a'");
+    expect_printable(err);
+}
+
+Test(safetensors, raw_control_bytes_and_invalid_utf8_in_the_header)
+{
+    /* Refused by jansson, which quotes the bytes near the error. */
+    header_fails("{\x1b[2J}", 0, "not valid JSON", "near '\\x1b'");
+    expect_printable(err);
+    header_fails("{\"w\x1b\\n\xff\": {\"dtype\": \"F32\", \"shape\": [1],"
+                 " \"data_offsets\": [0, 4]}}",
+                 4, "not valid JSON", "control character 0x1b");
+    expect_printable(err);
+    header_fails("{\"w\xff\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4,
+                 "not valid JSON", "0xff");
+    expect_printable(err);
+}
+
+Test(safetensors, a_long_name_is_cut_with_an_ellipsis)
+{
+    char name[301], header[600], needle[TSR_QUOTE_MAX + 64];
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    snprintf(header, sizeof header,
+             "{\"%s\": {\"dtype\": \"Q4\", \"shape\": [1], \"data_offsets\": [0, 4]}}", name);
+    snprintf(needle, sizeof needle, "tensor '%.*s...': unknown dtype 'Q4'", TSR_QUOTE_MAX, name);
+    header_fails(header, 4, needle, NULL);
+}
+
+/* The whole load: the message names the file, then the tensor, escaped. */
+Test(safetensors, a_model_load_quotes_the_files_names)
+{
+    mw_model *m = mw_model_tiny(5);
+    const char *name = "extra\\u001b]0;title\\u0007\\n";
+    mw_add(m, name, 1, (size_t[]){2});
+    mw_set_dtype(m, name, "F\\u001b");
+    mw_write(m, dir);
+    mw_model_free(m);
+    tessera_model *model = NULL;
+    cr_assert_neq(tessera_model_load(dir, &model, err, sizeof err), 0);
+    char needle[2048];
+    snprintf(needle, sizeof needle,
+             "%s: tensor 'extra\\x1b]0;title\\x07\\x0a': unknown dtype 'F\\x1b'", weights);
+    cr_expect_str_eq(err, needle);
+    expect_printable(err);
+}
+
+Test(config, string_values_and_what_jansson_quotes_are_escaped)
+{
+    parse_fails(config_with("activation", "\"\\u001b[2J\\r\\nkey 'd_model': fine\\\\\"", NULL),
+                "key 'activation': unknown activation "
+                "'\\x1b[2J\\x0d\\x0akey \\x27d_model\\x27: fine\\x5c' (relu, gelu, silu)",
+                NULL);
+    expect_printable(err);
+    parse_fails(config_with("layer_norm_form", "\"\\u00ff\\u007f\"", NULL),
+                "key 'layer_norm_form': unknown form '\\xc3\\xbf\\x7f'", NULL);
+    expect_printable(err);
+    /* Unknown keys are ignored, whatever their bytes: nothing to quote. */
+    tessera_config cfg;
+    char *json = config_with("\\u001b[31m\\n", "1", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    parse_fails(config_with("activation", "\x1b[2J", NULL), "not valid JSON", "near '\\x1b'");
+    expect_printable(err);
+    parse_fails(config_with("activation", "\"relu\x1b\"", NULL), "not valid JSON",
+                "control character 0x1b");
+    expect_printable(err);
+    parse_fails(config_with("activation", "\"relu\xff\"", NULL), "not valid JSON", "0xff");
+    expect_printable(err);
+    parse_fails(config_with("x\\u001b", "1, \"x\\u001b\": 2", NULL), "not valid JSON",
+                "duplicate object key");
+    expect_printable(err);
+}
+
+Test(config, a_long_value_is_cut_with_an_ellipsis)
+{
+    char value[503], needle[TSR_QUOTE_MAX + 64];
+    value[0] = '"';
+    memset(value + 1, 'v', 500);
+    strcpy(value + 501, "\"");
+    snprintf(needle, sizeof needle, "key 'activation': unknown activation '%.*s...' (relu",
+             TSR_QUOTE_MAX, value + 1);
+    parse_fails(config_with("activation", value, NULL), needle, NULL);
 }
 
 /* ---- I8 weights loaded as int8 ----------------------------------------------- */
