@@ -10,7 +10,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tessera_config cfg;
     char err[512];
-    if (tsr_config_parse((const char *)data, size, &cfg, err, sizeof err) == 0)
-        (void)tsr_config_validate(&cfg, err, sizeof err);
+    int rc = tsr_config_parse((const char *)data, size, &cfg, err, sizeof err);
+    if (rc == 0)
+        rc = tsr_config_validate(&cfg, err, sizeof err);
+    if (rc != 0)
+        fuzz_check_message(err, 0);
     return 0;
 }

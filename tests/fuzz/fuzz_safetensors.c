@@ -25,8 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int table_rc = tsr_safetensors_open_table(path, &table, table_err, sizeof table_err);
     if ((rc == 0) != (table_rc == 0))
         __builtin_trap(); /* the two opens disagree on the file */
-    if (rc != 0)
+    if (rc != 0) {
+        fuzz_check_message(err, 0);
+        fuzz_check_message(table_err, 0);
         return 0;
+    }
     if (table.n_tensors != st.n_tensors)
         __builtin_trap();
     for (size_t i = 0; i < st.n_tensors; i++) {

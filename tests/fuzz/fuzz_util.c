@@ -41,6 +41,15 @@ const char *fuzz_temp_dir(void)
     return dir;
 }
 
+void fuzz_check_message(const char *err, size_t skip)
+{
+    if (strlen(err) < skip)
+        return;
+    for (const unsigned char *p = (const unsigned char *)err + skip; *p; p++)
+        if (*p < 0x20 || *p >= 0x7f)
+            __builtin_trap(); /* a byte the input chose, unescaped */
+}
+
 const char *fuzz_write_file(const char *name, const void *data, size_t size)
 {
     static char path[4096 + 256];
