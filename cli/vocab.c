@@ -66,8 +66,14 @@ static FILE *open_vocab_file(const char *path, char *err, size_t err_len)
         why = strerror(errno);
     else if (S_ISDIR(sb.st_mode))
         why = "is a directory";
+    else if (S_ISFIFO(sb.st_mode))
+        why = "not a regular file (a FIFO)";
+    else if (S_ISSOCK(sb.st_mode))
+        why = "not a regular file (a socket)";
+    else if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode))
+        why = "not a regular file (a device)";
     else if (!S_ISREG(sb.st_mode))
-        why = "not a regular file";
+        why = "not a regular file (of an unknown type)";
     FILE *f = why ? NULL : fdopen(fd, "r");
     if (!f && !why)
         why = strerror(errno);

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/model_writer.h"
@@ -1803,5 +1804,69 @@ Test(cli, info_sizes_a_model)
     cr_expect(strstr(r.out, "working memory of one sentence of 16 tokens (max_positions), to 15 "
                             "target tokens: greedy "), "%s", r.out);
     cr_expect(strstr(r.out, "beam 4 ") && strstr(r.out, "score "), "%s", r.out);
+    test_run_free(&r);
+}
+
+/* ---- Files that are not what they claim, and extreme shapes -------------------------- */
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A FIFO in place of each file of a model directory fails at once (opened
+ * without blocking, refused by kind) with one line naming it; nothing is
+ * left waiting for a writer. */
+Test(cli, a_fifo_for_any_model_file_fails_within_a_second, .timeout = 30)
+{
+    static const char *const files[] = {"config.json", "model.safetensors", "vocab.src.txt",
+                                        "vocab.tgt.txt"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        mw_write(model, dir);
+        mw_write_vocab(dir, &model->config);
+        char *path = mw_path(dir, files[i]);
+        cr_assert_eq(remove(path), 0);
+        cr_assert_eq(mkfifo(path, 0600), 0);
+        double start = seconds_now();
+        test_run r = translate("s4 s5\n", "--tokens");
+        double took = seconds_now() - start;
+        expect_failure(&r, files[i], "not a regular file (a FIFO)", 0);
+        cr_expect_lt(took, 1.0, "%s as a FIFO took %.2f s to refuse", files[i], took);
+        test_run_free(&r);
+        cr_assert_eq(remove(path), 0);
+        free(path);
+    }
+}
+
+/* Shapes at the edges, which the sanitizer build (.ci/asan) runs too: one-
+ * token sources in a batch, a source of exactly max_positions tokens scored
+ * and encoded, a batch of pairs whose every target is empty, and a batch of
+ * empty source lines (refused at its first line). */
+Test(cli, extreme_shapes)
+{
+    test_run r = translate("4\n5\n6\n7\n", "--batch", "4", "--beam", "2");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 4);
+    test_run_free(&r);
+    const char *longest = "1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6";
+    char line[128];
+    snprintf(line, sizeof line, "%s\t4\n4\t\n", longest);
+    r = score(line, "--batch", "2");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 2);
+    test_run_free(&r);
+    snprintf(line, sizeof line, "%s\n4\n", longest);
+    r = encode(line, "--batch", "2", "--pool", "mean");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 2);
+    test_run_free(&r);
+    r = score("4\t\n5 6\t\n7\t\n", "--batch", "3");
+    expect_success(&r);
+    cr_expect_eq(count_lines(&r), 3);
+    test_run_free(&r);
+    r = translate("\n\n\n", "--batch", "3");
+    expect_failure(&r, "line 1", "empty", 0);
     test_run_free(&r);
 }
