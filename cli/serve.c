@@ -50,7 +50,11 @@ static void usage(FILE *f)
             "                          fit is refused with 503 (default 4096)\n"
             "  --max-body BYTES        request body size limit (default 1048576)\n"
             "  --max-sentences N       sentences in one request, at most (default 256)\n"
-            "  --max-connections N     open connections, at most (default 256)\n");
+            "  --max-connections N     open connections, at most (default 256)\n"
+            "  --max-memory SIZE       each worker's memory budget (bytes, or K, M, G, T;\n"
+            "                          default half the memory available, shared by the\n"
+            "                          workers): batches that would pass it are decoded as\n"
+            "                          smaller ones; a sentence that alone would is refused\n");
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
@@ -65,7 +69,7 @@ static void usage(FILE *f)
 enum {
     OPT_HOST = 256, OPT_PORT, OPT_MAX_BATCH, OPT_MAX_BATCH_TOKENS, OPT_BATCH_WAIT, OPT_MAX_QUEUE,
     OPT_MAX_BODY, OPT_MAX_SENTENCES, OPT_MAX_CONNECTIONS, OPT_WORKERS, OPT_THREADS, OPT_NUMA,
-    OPT_SMT, OPT_COMPUTE_TYPE
+    OPT_SMT, OPT_COMPUTE_TYPE, OPT_MAX_MEMORY
 };
 
 static int parse_options(int argc, char **argv, srv_settings *s)
@@ -86,6 +90,7 @@ static int parse_options(int argc, char **argv, srv_settings *s)
         {"numa", required_argument, NULL, OPT_NUMA},
         {"smt", no_argument, NULL, OPT_SMT},
         {"compute-type", required_argument, NULL, OPT_COMPUTE_TYPE},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -111,6 +116,10 @@ static int parse_options(int argc, char **argv, srv_settings *s)
         case 'm': s->cli.model_dir = optarg; break;
         case 'h': usage(stdout); return -1;
         case OPT_HOST: s->host = optarg; break;
+        case OPT_MAX_MEMORY:
+            bad = cli_parse_size("--max-memory", optarg, (size_t)1 << 20, (size_t)1 << 40,
+                                 &s->cli.max_memory);
+            break;
         case OPT_PORT: bad = cli_parse_int("--port", optarg, 0, 65535, &s->port); break;
         case OPT_MAX_BATCH:
             bad = cli_parse_int("--max-batch", optarg, 1, 4096, &s->max_batch);

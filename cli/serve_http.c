@@ -180,7 +180,7 @@ static char *model_json(const srv_http *h)
     const char *set = tessera_kernel_set(err, sizeof err);
     json_t *root = json_pack(
         "{s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:i,s:i,s:i,s:i},s:s,s:s,s:s,s:i,s:i,s:b,"
-        "s:{s:i,s:i,s:i,s:i,s:I}}",
+        "s:{s:i,s:i,s:i,s:i,s:I,s:I}}",
         "config", "d_model", cfg->d_model, "n_heads", cfg->n_heads, "d_ff", cfg->d_ff,
         "n_encoder_layers", cfg->n_encoder_layers, "n_decoder_layers", cfg->n_decoder_layers,
         "src_vocab_size", cfg->src_vocab_size, "tgt_vocab_size", cfg->tgt_vocab_size,
@@ -192,7 +192,8 @@ static char *model_json(const srv_http *h)
         tessera_runtime_threads(h->cm->runtimes[0]), "text", h->cm->src_vocab != NULL,
         "batching", "max_batch", s->max_batch, "max_batch_tokens", s->max_batch_tokens,
         "batch_wait_ms", s->batch_wait_ms, "max_queue", s->max_queue, "max_body",
-        (json_int_t)s->max_body);
+        (json_int_t)s->max_body, "max_memory",
+        (json_int_t)tessera_runtime_memory_budget(h->cm->runtimes[0]));
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
     return text;

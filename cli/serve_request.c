@@ -190,6 +190,35 @@ static int read_options(json_t *body, srv_key *key, int *http_status, char *err,
     return 0;
 }
 
+/* Sentence i alone within the workers' memory budget (a model the fuzz
+ * target makes has no runtimes: nothing to check); else 413, as a body too
+ * large: the same request can never be answered. */
+static int check_budget(const cli_model *cm, const srv_job *job, const char *name, size_t i,
+                        int *http_status, char *err, size_t err_len)
+{
+    if (cm->n_runtimes == 0)
+        return 0;
+    const tessera_runtime *rt = cm->runtimes[0];
+    size_t need, len = job->src[i].len;
+    if (job->key.kind == SRV_TRANSLATE) {
+        tessera_translate_options o;
+        tessera_translate_options_init(&o);
+        o.beam = job->key.beam;
+        o.n_best = job->key.n_best;
+        o.max_len = job->key.max_len;
+        need = tessera_translate_memory(rt, cm->model, 1, len, &o);
+    } else {
+        need = tessera_score_memory(rt, cm->model, 1, len, job->tgt[i].len);
+    }
+    size_t budget = tessera_runtime_memory_budget(rt);
+    if (need <= budget)
+        return 0;
+    return fail(http_status, 413, err, err_len,
+                "%s[%zu]: %zu tokens need %.1f MiB of working memory, more than the memory "
+                "budget (%.1f MiB; --max-memory)", name, i, len, (double)need / (1 << 20),
+                (double)budget / (1 << 20));
+}
+
 srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_model *cm,
                        const srv_settings *s, int *http_status, char *err, size_t err_len)
 {
@@ -296,6 +325,9 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
             at += ids.len;
         }
     }
+    for (size_t i = 0; i < job->n; i++)
+        if (check_budget(cm, job, src_name, i, http_status, err, err_len) != 0)
+            goto fail;
     if (kind == SRV_TRANSLATE)
         job->hyps = calloc(job->n * (size_t)key.n_best, sizeof *job->hyps);
     else

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/tessera.h"
 #include "tests/http_client.h"
 #include "tests/testutil.h"
 
@@ -589,4 +590,58 @@ Test(serve, sigterm_under_load_answers_every_accepted_request, .timeout = 300)
                  "%d accepted requests without their answer, %d wrong; first: %s", l.dropped,
                  l.wrong, l.first_problem);
     free(c);
+}
+
+/* The working memory the server plans for one sentence of `tokens` tokens
+ * (greedy, the default max_len), on a runtime of one thread as it runs. */
+static size_t sentence_memory(size_t tokens)
+{
+    char model[1024], err[512];
+    snprintf(model, sizeof model, "%s/%s", test_srcdir(), MODEL_DIR);
+    tessera_model *m;
+    tessera_runtime *rt;
+    tessera_runtime_options ro;
+    tessera_runtime_options_init(&ro);
+    ro.threads = 1;
+    cr_assert_eq(tessera_model_load(model, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_runtime_create(&ro, &rt, err, sizeof err), 0, "%s", err);
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    size_t bytes = tessera_translate_memory(rt, m, 1, tokens, &o);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+    return bytes;
+}
+
+/* --max-memory: a sentence that alone needs more is refused with 413
+ * naming it (the same request could never be answered), one that fits is
+ * translated, and /v1/model shows the budget. */
+Test(serve, a_memory_budget_refuses_what_can_never_fit, .timeout = 120)
+{
+    size_t short_need = sentence_memory(2), long_need = sentence_memory(30);
+    cr_assert_gt(long_need, short_need);
+    char budget[32];
+    snprintf(budget, sizeof budget, "%zu", short_need + (long_need - short_need) / 2);
+    const char *const extra[] = {"--threads", "1", "--max-memory", budget, NULL};
+    server s;
+    start(&s, extra);
+    http_reply r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6]]}");
+    cr_expect_eq(r.status, 200, "a short sentence: %d %s", r.status, r.body);
+    http_reply_free(&r);
+    char body[512];
+    char *p = body + sprintf(body, "{\"source\": [[5], [5");
+    for (int i = 1; i < 30; i++)
+        p += sprintf(p, ", 6");
+    sprintf(p, "]]}");
+    r = call(&s, "POST", "/v1/translate", body);
+    cr_expect_eq(r.status, 413, "a sentence past the budget: %d %s", r.status, r.body);
+    cr_expect(r.body && strstr(r.body, "source[1]: 30 tokens need") && strstr(r.body, "--max-memory"),
+              "%s", r.body);
+    http_reply_free(&r);
+    r = call(&s, "GET", "/v1/model", NULL);
+    char want[64];
+    snprintf(want, sizeof want, "\"max_memory\":%s", budget);
+    cr_expect(r.body && strstr(r.body, want), "/v1/model should say %s: %s", want, r.body);
+    http_reply_free(&r);
+    stop(&s);
 }
