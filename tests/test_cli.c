@@ -1870,3 +1870,22 @@ Test(cli, extreme_shapes)
     expect_failure(&r, "line 1", "empty", 0);
     test_run_free(&r);
 }
+
+/* A read error on standard input (here: it is a directory) is one line,
+ * once, for every command that reads it. */
+Test(cli, a_read_error_on_standard_input_is_one_line)
+{
+    if (getenv("TESSERA_TEST_RUNNER"))
+        cr_skip_test("tessera runs under an emulator ($TESSERA_TEST_RUNNER), which the shell "
+                     "that redirects its input would not be");
+    static const char *const commands[] = {"translate", "score", "encode"};
+    for (size_t i = 0; i < 3; i++) {
+        char script[4096];
+        snprintf(script, sizeof script, "exec '%s' %s -m '%s' < /", test_tessera_path(),
+                 commands[i], dir);
+        char *const argv[] = {"/bin/sh", "-c", script, NULL};
+        test_run r = test_run_command(argv, NULL, one_thread);
+        expect_failure(&r, "line 1: read error on standard input", NULL, 0);
+        test_run_free(&r);
+    }
+}
