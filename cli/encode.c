@@ -30,8 +30,8 @@ static void usage(FILE *f)
             "                          'TSRENC1\\n', d_model as a little-endian u32, then per\n"
             "                          sentence the number of vectors (u32) and their floats\n"
             "                          (float32), all little-endian\n"
-            "  --batch N               encode up to N sentences together (default 1; the\n"
-            "                          output is identical whatever N)\n");
+            "  --batch N               encode up to N sentences together, 1..65536 (default\n"
+            "                          1; the output is identical whatever N)\n");
     cli_usage_batching(f, "sentences");
     cli_usage_threads(f);
     cli_usage_compute_type(f);

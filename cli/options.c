@@ -158,10 +158,12 @@ int cli_parse_size(const char *flag, const char *text, size_t lo, size_t hi, siz
 void cli_usage_threads(FILE *f)
 {
     fprintf(f,
-            "  --workers N             N workers (default 1), each computing its own batches\n"
-            "                          on threads and cores of its own, all reading the one\n"
-            "                          loaded model; the output is identical whatever N\n"
-            "  --threads K             threads of each worker (default: TESSERA_NUM_THREADS,\n"
+            "  --workers N             N workers, 1..256 (default 1), each computing its own\n"
+            "                          batches on threads and cores of its own, all reading\n"
+            "                          the one loaded model; the output is identical\n"
+            "                          whatever N\n"
+            "  --threads K             threads of each worker, 1..4096 and at most 8 per CPU\n"
+            "                          in all the workers (default: TESSERA_NUM_THREADS,\n"
             "                          OMP_NUM_THREADS, or the cores this process may use\n"
             "                          shared among the workers)\n"
             "  --numa POLICY           weights on NUMA nodes: replicate (a copy per node),\n"

@@ -19,8 +19,8 @@ static void usage(FILE *f)
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
     fprintf(f,
-            "  --batch N               score up to N pairs together (default 1; the output\n"
-            "                          is identical whatever N)\n");
+            "  --batch N               score up to N pairs together, 1..65536 (default 1;\n"
+            "                          the output is identical whatever N)\n");
     cli_usage_batching(f, "pairs");
     cli_usage_threads(f);
     cli_usage_compute_type(f);

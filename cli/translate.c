@@ -18,14 +18,14 @@ static void usage(FILE *f)
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
     fprintf(f,
-            "  --beam N                beam size; 1 (the default) is greedy decoding\n"
-            "  --max-len N             at most N target tokens (default 256; also capped so\n"
-            "                          that BOS + output fits the model's max_positions)\n"
+            "  --beam N                beam size, 1..1024; 1 (the default) is greedy decoding\n"
+            "  --max-len N             at most N target tokens, 0..1048576 (default 256; also\n"
+            "                          capped so that BOS + output fits max_positions)\n"
             "  --length-penalty A      beam: rank hypotheses by log-prob / length^A (default 0)\n"
-            "  --n-best K              beam: write the K best hypotheses, each as\n"
+            "  --n-best K              beam: write the K best hypotheses (1..--beam), each as\n"
             "                          'IDS<TAB>SCORE', tab separated, best first\n"
-            "  --batch N               decode up to N sentences together (default 1; the\n"
-            "                          output is identical whatever N)\n");
+            "  --batch N               decode up to N sentences together, 1..65536 (default\n"
+            "                          1; the output is identical whatever N)\n");
     cli_usage_batching(f, "sentences");
     fprintf(f,
             "\n"
