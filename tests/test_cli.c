@@ -1681,22 +1681,11 @@ Test(cli, batches_by_tokens_write_the_same)
  * computes it for the command's runtime of one thread. */
 static size_t lines_memory(size_t n, size_t tokens, int beam)
 {
-    char err[512];
-    tessera_model *m;
-    tessera_runtime *rt;
-    tessera_runtime_options ro;
-    tessera_runtime_options_init(&ro);
-    ro.threads = 1;
-    cr_assert_eq(tessera_model_load(dir, &m, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tessera_runtime_create(&ro, &rt, err, sizeof err), 0, "%s", err);
     tessera_translate_options o;
     tessera_translate_options_init(&o);
     o.max_len = 8;
     o.beam = beam;
-    size_t bytes = tessera_translate_memory(rt, m, n, tokens, &o);
-    tessera_runtime_free(rt);
-    tessera_model_free(m);
-    return bytes;
+    return test_translate_memory(dir, n, tokens, &o);
 }
 
 /* A budget between one line's plan and a long line's: the lines that fit

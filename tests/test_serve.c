@@ -596,21 +596,11 @@ Test(serve, sigterm_under_load_answers_every_accepted_request, .timeout = 300)
  * (greedy, the default max_len), on a runtime of one thread as it runs. */
 static size_t sentence_memory(size_t tokens)
 {
-    char model[1024], err[512];
+    char model[1024];
     snprintf(model, sizeof model, "%s/%s", test_srcdir(), MODEL_DIR);
-    tessera_model *m;
-    tessera_runtime *rt;
-    tessera_runtime_options ro;
-    tessera_runtime_options_init(&ro);
-    ro.threads = 1;
-    cr_assert_eq(tessera_model_load(model, &m, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(tessera_runtime_create(&ro, &rt, err, sizeof err), 0, "%s", err);
     tessera_translate_options o;
     tessera_translate_options_init(&o);
-    size_t bytes = tessera_translate_memory(rt, m, 1, tokens, &o);
-    tessera_runtime_free(rt);
-    tessera_model_free(m);
-    return bytes;
+    return test_translate_memory(model, 1, tokens, &o);
 }
 
 /* --max-memory: a sentence that alone needs more is refused with 413

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "tests/testutil.h"
 
+#include "core/tessera.h"
+
 #include "simd/dispatch.h"
 
 #include <criterion/criterion.h>
@@ -341,4 +343,21 @@ void test_fill_uniform(float *x, size_t n, unsigned seed, float lo, float hi)
         float v = (float)(lo + (hi - lo) * u);
         x[i] = v < hi ? v : lo;
     }
+}
+
+size_t test_translate_memory(const char *model_dir, size_t n, size_t tokens,
+                             const tessera_translate_options *o)
+{
+    char err[512];
+    tessera_model *m;
+    tessera_runtime *rt;
+    tessera_runtime_options ro;
+    tessera_runtime_options_init(&ro);
+    ro.threads = 1;
+    cr_assert_eq(tessera_model_load(model_dir, &m, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(tessera_runtime_create(&ro, &rt, err, sizeof err), 0, "%s", err);
+    size_t bytes = tessera_translate_memory(rt, m, n, tokens, o);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+    return bytes;
 }

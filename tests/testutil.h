@@ -53,6 +53,15 @@ const char *test_tessera_path(void);
  * which also offers the emulated kernel sets (TESSERA_ISA=avx512-emulated). */
 const char *test_tessera_all_sets_path(void);
 
+/* The working memory tessera_translate_memory plans for n sentences of
+ * `tokens` source tokens with options o, on a runtime of one thread over the
+ * model in model_dir: what a command run with --threads 1 (or
+ * TESSERA_NUM_THREADS=1) holds its --max-memory against. Aborts the test
+ * when the model does not load. */
+struct tessera_translate_options;
+size_t test_translate_memory(const char *model_dir, size_t n, size_t tokens,
+                             const struct tessera_translate_options *o);
+
 /* The table of kernel set `name`, or the current test ends as skipped,
  * saying why: the build or CPU cannot run the set, or $TESSERA_TEST_SETS
  * (comma-separated names; unset: every set) does not select it. */
