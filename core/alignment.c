@@ -26,14 +26,15 @@ static float dot(const float *a, const float *b, size_t n)
 }
 
 int32_t tsr_alignment_of_row(const tsr_kernels *ks, const float *q, const float *k, size_t ldk,
-                             size_t n_k, size_t heads, size_t d_head, float scale, float *work)
+                             size_t head_stride, size_t n_k, size_t heads, size_t d_head,
+                             float scale, float *work)
 {
     float *mean = work, *scores = work + n_k;
     memset(mean, 0, n_k * sizeof *mean);
     for (size_t h = 0; h < heads; h++) {
         const float *qh = q + h * d_head;
         for (size_t j = 0; j < n_k; j++)
-            scores[j] = scale * dot(qh, k + j * ldk + h * d_head, d_head);
+            scores[j] = scale * dot(qh, k + h * head_stride + j * ldk, d_head);
         float lse = ks->logsumexp(scores, n_k);
         for (size_t j = 0; j < n_k; j++)
             mean[j] += expf(scores[j] - lse);

@@ -32,10 +32,28 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
             return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
         }
     }
+    /* Each layer's K|V rows are made in `rows`, then laid out head by head. */
+    float *rows = tsr_alloc_floats(src->rows * 2 * d);
+    if (!rows) {
+        tsr_cross_memory_free(m, cm);
+        return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
+    }
+    const size_t H = (size_t)m->n_heads, dh = m->d_head, n_parts = src->n * 2 * H;
 #pragma omp parallel num_threads(ex->threads)
-    for (size_t l = 0; l < L; l++)
+    for (size_t l = 0; l < L; l++) {
         tsr_op_linear(ex, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
-                      cm->kv[l], 2 * d);
+                      rows, 2 * d);
+        /* One part: K or V of one head of one sentence. */
+#pragma omp for schedule(dynamic, 4)
+        for (long p = 0; p < (long)n_parts; p++) {
+            size_t s = (size_t)p / (2 * H), c = ((size_t)p % (2 * H)) * dh, n = src->len[s];
+            const float *from = rows + src->row0[s] * 2 * d + c;
+            float *to = cm->kv[l] + src->row0[s] * 2 * d + n * c;
+            for (size_t j = 0; j < n; j++)
+                memcpy(to + j * dh, from + j * 2 * d, dh * sizeof(float));
+        }
+    }
+    tsr_free(rows);
     return 0;
 }
 
@@ -44,6 +62,11 @@ size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows)
     size_t L = (size_t)m->cfg.n_decoder_layers;
     size_t layer = tsr_plan_floats(tsr_plan_mul(src_rows, 2 * m->d));
     return tsr_plan_add(tsr_plan_block(L * sizeof(float *)), tsr_plan_mul(L, layer));
+}
+
+size_t tsr_cross_memory_build_plan(const tessera_model *m, size_t src_rows)
+{
+    return tsr_plan_floats(tsr_plan_mul(src_rows, 2 * m->d));
 }
 
 void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm)
@@ -188,10 +211,11 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, s = seqs[i].sentence;
+        size_t n_k = dec->cross->src->len[s];
         const float *k = dec->cross->kv[layer] + dec->cross->src->row0[s] * 2 * d;
         for (size_t row = dec->row0[i]; row < dec->row0[i] + seqs[i].n_new; row++)
-            dec->alignment[row] = tsr_alignment_of_row(dec->ex->ks, q + row * d, k, 2 * d,
-                                                       dec->cross->src->len[s], m->n_heads,
+            dec->alignment[row] = tsr_alignment_of_row(dec->ex->ks, q + row * d, k, m->d_head,
+                                                       n_k * m->d_head, n_k, m->n_heads,
                                                        m->d_head, scale,
                                                        dec->alignment_work.p + row * work);
     }
@@ -209,10 +233,11 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
+        size_t n_k = src->len[s], dh = m->d_head;
         const float *kv = dec->cross->kv[layer] + src->row0[s] * 2 * d;
         dec->jobs[i] = (tsr_attention_job){
-            .q = q + row * d, .ldq = d, .k = kv, .ldk = 2 * d, .v = kv + d, .ldv = 2 * d,
-            .out = dec->attn.p + row * d, .ldo = d, .n_q = seqs[i].n_new, .n_k = src->len[s],
+            .q = q + row * d, .ldq = d, .k = kv, .ldk = dh, .k_head = n_k * dh,
+            .v = kv + n_k * d, .ldv = dh, .v_head = n_k * dh, .out = dec->attn.p + row * d, .ldo = d, .n_q = seqs[i].n_new, .n_k = n_k,
             .causal = 0, .q_pos = 0,
         };
     }

@@ -13,8 +13,12 @@
 #include "core/ops.h"
 
 /* Cross-attention keys and values of every decoder layer, computed once per
- * sentence from the encoder output: kv[layer] is [src rows][2d], rows laid
- * out by `src` (K in columns [0, d), V in [d, 2d)). */
+ * sentence from the encoder output. kv[layer] holds 2d floats per source
+ * row; sentence s's n rows at kv[layer] + src->row0[s] * 2d, head by head:
+ * K of head h is [n][d_head] at h * n * d_head, V of head h at
+ * n * d + h * n * d_head. A decoding step reads a head's keys and values as
+ * one contiguous run each, not as d_head floats of every 2d-float row (a
+ * stride that maps a head's keys to a few cache sets and pages). */
 typedef struct tsr_cross_memory {
     float **kv;
     const tsr_packing *src;

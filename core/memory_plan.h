@@ -55,6 +55,8 @@ size_t tsr_plan_thread_scratch(const tsr_exec *ex);
 size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_t then);
 size_t tsr_encoder_work_plan(const tsr_exec *ex, size_t n, size_t rows);
 size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows);
+/* What building it holds besides: one layer's rows before their layout. */
+size_t tsr_cross_memory_build_plan(const tessera_model *m, size_t src_rows);
 
 /* A decoder (core/decoder.c) over `slots` hypotheses whose caches reach
  * `positions` positions, fed `rows` rows by `seqs` sequences per call at

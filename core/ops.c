@@ -131,10 +131,11 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
 #pragma omp for schedule(dynamic, 1)
     for (long t = 0; t < total; t++) {
         const tsr_attention_job *j = &jobs[(size_t)t / H];
-        size_t off = ((size_t)t % H) * dh;
+        size_t h = (size_t)t % H, off = h * dh;
+        size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
         tsr_attention_args a = {
-            .q = j->q + off, .ldq = j->ldq, .k = j->k + off, .ldk = j->ldk,
-            .v = j->v + off, .ldv = j->ldv, .out = j->out + off, .ldo = j->ldo,
+            .q = j->q + off, .ldq = j->ldq, .k = j->k + k_off, .ldk = j->ldk,
+            .v = j->v + v_off, .ldv = j->ldv, .out = j->out + off, .ldo = j->ldo,
             .n_q = j->n_q, .n_k = j->n_k, .d = dh, .scale = scale,
             .causal = j->causal, .q_pos = j->q_pos,
         };

@@ -35,7 +35,8 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
 
 /* One multi-head attention problem: the queries of one sequence against its
  * keys and values. Rows hold all heads side by side (head h in columns
- * [h*d_head, (h+1)*d_head)). */
+ * [h*d_head, (h+1)*d_head)), or, for keys and values with a head stride,
+ * each head in a block of its own: head h's key j at k + h*k_head + j*ldk. */
 typedef struct tsr_attention_job {
     const float *q;
     size_t ldq;
@@ -43,6 +44,7 @@ typedef struct tsr_attention_job {
     size_t ldk;
     const float *v;
     size_t ldv;
+    size_t k_head, v_head; /* from one head's keys (values) to the next's; 0: d_head */
     float *out;
     size_t ldo;
     size_t n_q, n_k;

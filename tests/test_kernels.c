@@ -986,8 +986,9 @@ ParameterizedTest(set_param *p, kernels, alignment_of_row)
         size_t d = s->heads * s->d_head, ldk = 2 * d + s->pad;
         float scale = 1.0f / sqrtf((float)s->d_head);
         float *q = malloc(d * sizeof *q), *k = malloc(s->n_k * ldk * sizeof *k),
+              *by_head = malloc(s->n_k * d * sizeof *by_head),
               *work = malloc(2 * s->n_k * sizeof *work);
-        cr_assert(q && k && work);
+        cr_assert(q && k && by_head && work);
         for (int trial = 0; trial < 20; trial++) {
             ref_rng rng;
             ref_rng_seed(&rng, 4000 + 100 * si + (size_t)trial);
@@ -995,8 +996,18 @@ ParameterizedTest(set_param *p, kernels, alignment_of_row)
             ref_fill_uniform(&rng, k, s->n_k, ldk, ldk, -s->spread, s->spread);
             double margin;
             size_t want = ref_alignment(q, k, ldk, s, scale, 0, &margin);
-            int32_t got = tsr_alignment_of_row(ks, q, k, ldk, s->n_k, s->heads, s->d_head,
-                                               scale, work);
+            int32_t got = tsr_alignment_of_row(ks, q, k, ldk, s->d_head, s->n_k, s->heads,
+                                               s->d_head, scale, work);
+            /* The same keys head by head ([head][key][d_head], as the
+             * decoder's cross memory holds them): the same position. */
+            for (size_t h = 0; h < s->heads; h++)
+                for (size_t j = 0; j < s->n_k; j++)
+                    memcpy(by_head + (h * s->n_k + j) * s->d_head, k + j * ldk + h * s->d_head,
+                           s->d_head * sizeof(float));
+            cr_expect_eq(tsr_alignment_of_row(ks, q, by_head, s->d_head, s->n_k * s->d_head,
+                                              s->n_k, s->heads, s->d_head, scale, work),
+                         got, "%s: n_k=%zu heads=%zu d_head=%zu trial %d: keys head by head "
+                         "align elsewhere", set, s->n_k, s->heads, s->d_head, trial);
             if (margin < 1e-5)
                 continue; /* float rounding may pick either */
             checked++;
@@ -1007,6 +1018,7 @@ ParameterizedTest(set_param *p, kernels, alignment_of_row)
         }
         free(q);
         free(k);
+        free(by_head);
         free(work);
     }
     cr_expect_gt(checked, 100, "%s: only %zu rows away from a tie", set, checked);
@@ -1020,11 +1032,11 @@ ParameterizedTest(set_param *p, kernels, alignment_of_row)
     double margin;
     cr_assert_eq(ref_alignment(q, k, 8, &s, 1.0f, 1, &margin), 0, "the strongest head picks 0");
     cr_assert_eq(ref_alignment(q, k, 8, &s, 1.0f, 0, &margin), 1, "the mean picks 1");
-    cr_expect_eq(tsr_alignment_of_row(ks, q, k, 8, 2, 4, 1, 1.0f, work), 1,
+    cr_expect_eq(tsr_alignment_of_row(ks, q, k, 8, 1, 2, 4, 1, 1.0f, work), 1,
                  "%s: the heads' mean picks key 1", set);
     /* Equal keys: the first position. */
     float same[3 * 2] = {1, 2, 1, 2, 1, 2}, q2[2] = {0.5f, -1};
-    cr_expect_eq(tsr_alignment_of_row(ks, q2, same, 2, 3, 2, 1, 1.0f, work), 0,
+    cr_expect_eq(tsr_alignment_of_row(ks, q2, same, 2, 1, 3, 2, 1, 1.0f, work), 0,
                  "%s: a tie goes to the first position", set);
 }
 
