@@ -237,7 +237,8 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
         const float *kv = dec->cross->kv[layer] + src->row0[s] * 2 * d;
         dec->jobs[i] = (tsr_attention_job){
             .q = q + row * d, .ldq = d, .k = kv, .ldk = dh, .k_head = n_k * dh,
-            .v = kv + n_k * d, .ldv = dh, .v_head = n_k * dh, .out = dec->attn.p + row * d, .ldo = d, .n_q = seqs[i].n_new, .n_k = n_k,
+            .v = kv + n_k * d, .ldv = dh, .v_head = n_k * dh, .out = dec->attn.p + row * d,
+            .ldo = d, .n_q = seqs[i].n_new, .n_k = n_k,
             .causal = 0, .q_pos = 0,
         };
     }
