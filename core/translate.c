@@ -92,8 +92,10 @@ size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_
     size_t memory = tsr_plan_floats(tsr_plan_mul(b->src_rows, ex->m->d));
     /* The encoder's work is freed before the cross memory is made. */
     size_t work = tsr_encoder_work_plan(ex, b->n, b->src_rows);
+    /* The cross memory's build scratch is freed before `then` is allocated. */
     size_t build = tsr_cross_memory_build_plan(ex->m, b->src_rows);
-    size_t after = tsr_plan_add(tsr_cross_memory_plan(ex->m, b->src_rows), build > then ? build : then);
+    size_t after = tsr_plan_add(tsr_cross_memory_plan(ex->m, b->src_rows),
+                                build > then ? build : then);
     return tsr_plan_add(tsr_plan_add(packing, memory), work > after ? work : after);
 }
 

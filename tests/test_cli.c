@@ -1587,8 +1587,9 @@ Test(cli, address_space_limit_fails_cleanly, .timeout = 180)
 
 /* ---- Memory budgets and batches by tokens ---------------------------------------- */
 
-/* The model of these tests: d_model 64, 2 + 2 layers, 40 source and 50
- * target tokens, max_positions 64, in `dir` in place of the tiny one. */
+/* The model of these tests: d_model and d_ff as asked, 4 heads, 2 + 2
+ * layers, 40 source and 50 target tokens, max_positions 64, in `dir` in
+ * place of the tiny one. */
 static void write_budget_model(int d_model, int d_ff)
 {
     tessera_config cfg;
