@@ -27,6 +27,10 @@ void tsr_f32_gemm_ukernel_bf16_12x32__avx512(size_t k, const float *a, size_t a_
                                              int accumulate, const uint16_t *next, size_t every);
 
 /* A tsr_gemm_pack_fn for mr = 12 (simd/avx512/f32-gemm-pack-12.c). */
+void tsr_f32_gemm_ukernel_final_12x32__avx512(size_t k, const float *a, const float *b,
+                                              const float *c, int accumulate, const void *next,
+                                              size_t every, const tsr_gemm_tile_out *out);
+
 void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                        float *packed);
 

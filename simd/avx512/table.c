@@ -26,6 +26,7 @@ void tsr_kernels_init_avx512(tsr_kernels *t)
     tsr_gemm_config_init(&gemm, TSR_AVX512_GEMM_MR, TSR_AVX512_GEMM_NR,
                          tsr_f32_gemm_ukernel_12x32__avx512, tsr_f32_gemm_epilogue__avx512);
     gemm.ukernel_bf16 = tsr_f32_gemm_ukernel_bf16_12x32__avx512;
+    gemm.ukernel_final = tsr_f32_gemm_ukernel_final_12x32__avx512;
     gemm.pack_rows = tsr_f32_gemm_pack_rows_12__avx512;
     /* int8: the VNNI kernel (emulated: always); on AVX-512 CPUs without VNNI
      * (Skylake-SP) the avx2 set's kernel, deliberately: AVX-512BW has no

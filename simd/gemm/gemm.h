@@ -35,8 +35,10 @@
  *     panel stays in L1/L2 while every MR-row tile of the block consumes it. The
  *     block's MC x NR partial sums live in an aligned stack buffer, never in y
  *     (y may be the residual), and the epilogue writes y from it while it is
- *     hot. Edges need nothing special: packed rows past m and panel columns
- *     past n are zeros, and the epilogue writes only the valid part.
+ *     hot; a set with a fused final kernel (ukernel_final) has its full
+ *     tiles apply the epilogue in registers on their last piece instead.
+ *     Edges need nothing special: packed rows past m and panel columns past
+ *     n are zeros, and the epilogue writes only the valid part.
  *
  * Memory and threads: the config is filled once and only read after, so all
  * entry points are safe to call from several threads on disjoint outputs.
@@ -89,6 +91,31 @@ typedef void (*tsr_gemm_ukernel_bf16_fn)(size_t k, const float *a, size_t a_rs, 
 typedef void (*tsr_gemm_epilogue_fn)(const float *c, size_t ldc, size_t m, size_t n,
                                      const float *bias, tsr_activation act,
                                      const float *residual, size_t ldr, float *y, size_t ldy);
+
+/* Where a finished tile goes: y = act(C + bias) + residual over the tile's
+ * rows and its first n <= NR columns, as the epilogue would write them from
+ * the tile (bias, residual and y offset to the tile's first row and column;
+ * bias and residual may be NULL; residual may equal y). */
+typedef struct tsr_gemm_tile_out {
+    const float *bias;
+    tsr_activation act;
+    const float *residual;
+    size_t ldr;
+    float *y;
+    size_t ldy;
+    size_t n;
+} tsr_gemm_tile_out;
+
+/* Optional: a full MR-row tile of packed A (a_rs = 1, a_cs = MR, f32
+ * panels) whose k steps are the last of its chains, written straight to
+ * `out` from the accumulators instead of through C and the epilogue: the
+ * same chains and the same epilogue operations, so the same bits, without
+ * storing and reloading the tile (measured: that round trip is ~5 % of a
+ * blocked GEMM at k = 512 on Zen 5). C is left as it was except that the
+ * chains continue from it when accumulate != 0. */
+typedef void (*tsr_gemm_ukernel_final_fn)(size_t k, const float *a, const float *b,
+                                          const float *c, int accumulate, const void *next,
+                                          size_t every, const tsr_gemm_tile_out *out);
 
 /* Packs rows [0, m) and k columns of x (rows ldx apart) into ceil(m / mr)
  * panels of mr rows, [k][mr] each, rows past m zero-filled. The frame's
@@ -165,6 +192,7 @@ typedef struct tsr_gemm_config {
     tsr_gemm_ukernel_fn ukernel;
     tsr_gemm_ukernel_bf16_fn ukernel_bf16; /* for bf16 panels; every set has one */
     tsr_gemm_epilogue_fn epilogue;
+    tsr_gemm_ukernel_final_fn ukernel_final; /* NULL: ukernel, then epilogue */
     tsr_gemm_pack_fn pack_rows; /* tsr_gemm_pack_rows unless the set has its own */
     /* int8: the kernel in use (NULL: the portable int8 layer), and every one
      * the set could use here (for the tests, which run each). */
