@@ -110,9 +110,9 @@ typedef struct tsr_gemm_tile_out {
  * panels) whose k steps are the last of its chains, written straight to
  * `out` from the accumulators instead of through C and the epilogue: the
  * same chains and the same epilogue operations, so the same bits, without
- * storing and reloading the tile (measured: that round trip is ~5 % of a
- * blocked GEMM at k = 512 on Zen 5). C is left as it was except that the
- * chains continue from it when accumulate != 0. */
+ * storing and reloading the tile (the epilogue's pass was 4.6 % of a
+ * 128 x 2048 x 512 GEMM's samples on Zen 5). C is only read, and only when
+ * accumulate != 0 (the chains continue from it). */
 typedef void (*tsr_gemm_ukernel_final_fn)(size_t k, const float *a, const float *b,
                                           const float *c, int accumulate, const void *next,
                                           size_t every, const tsr_gemm_tile_out *out);
