@@ -26,11 +26,13 @@ void tsr_f32_gemm_ukernel_bf16_12x32__avx512(size_t k, const float *a, size_t a_
                                              const uint16_t *b, float *c, size_t m,
                                              int accumulate, const uint16_t *next, size_t every);
 
-/* A tsr_gemm_pack_fn for mr = 12 (simd/avx512/f32-gemm-pack-12.c). */
+/* A tsr_gemm_ukernel_final_fn: the 12 x 32 tile's last piece, fused with the
+ * epilogue. */
 void tsr_f32_gemm_ukernel_final_12x32__avx512(size_t k, const float *a, const float *b,
                                               const float *c, int accumulate, const void *next,
                                               size_t every, const tsr_gemm_tile_out *out);
 
+/* A tsr_gemm_pack_fn for mr = 12 (simd/avx512/f32-gemm-pack-12.c). */
 void tsr_f32_gemm_pack_rows_12__avx512(const float *x, size_t ldx, size_t m, size_t k, size_t mr,
                                        float *packed);
 
