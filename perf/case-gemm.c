@@ -87,10 +87,12 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
     linear_job jobs[PERF_MAX_SETS];
     peer_job peer_jobs[PERF_MAX_PEERS];
     float *peer_store[PERF_MAX_PEERS];
+    perf_paired_peak paired[PERF_MAX_SETS];
+    size_t paired_set[PERF_MAX_SETS], n_paired = 0;
     float *y[PERF_MAX_SETS + PERF_MAX_PEERS];
-    perf_run_fn run[PERF_MAX_SETS + PERF_MAX_PEERS];
-    void *ctx[PERF_MAX_SETS + PERF_MAX_PEERS];
-    double ms[PERF_MAX_SETS + PERF_MAX_PEERS];
+    perf_run_fn run[2 * PERF_MAX_SETS + PERF_MAX_PEERS];
+    void *ctx[2 * PERF_MAX_SETS + PERF_MAX_PEERS];
+    double ms[2 * PERF_MAX_SETS + PERF_MAX_PEERS];
     perf_result res[PERF_MAX_SETS + PERF_MAX_PEERS];
     char what[160], shape[64];
 
@@ -121,7 +123,23 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
         ctx[i] = j;
     }
 
-    perf_median_ms_each(o, n_all, run, ctx, ms);
+    /* Compute-bound cases time each set's FMA loop in the same round robin
+     * (perf/paired-peak.c); int8 kernels have their own peak, not this. */
+    for (size_t s = 0; s < n_sets && o->ceilings && !streamed; s++) {
+        perf_fma_loop_fn loop = perf_fma_loop_for(mc->sets[s]->name);
+        if (!loop || o->weight_type == TSR_WEIGHTS_INT8)
+            continue;
+        /* A run of the kernel (a warm-up too) sets the loop's run length. */
+        double t0 = perf_now();
+        run[s](ctx[s]);
+        perf_paired_peak_init(&paired[n_paired], loop, o->threads, perf_now() - t0);
+        paired_set[n_paired] = s;
+        run[n_all + n_paired] = perf_run_paired_peak;
+        ctx[n_all + n_paired] = &paired[n_paired];
+        n_paired++;
+    }
+
+    perf_median_ms_each(o, n_all + n_paired, run, ctx, ms);
 
     for (size_t i = 0; i < n_all; i++) {
         perf_result *r = &res[i];
@@ -144,6 +162,8 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
         if (i > 0 && (i < n_sets || o->weight_type != TSR_WEIGHTS_INT8))
             perf_check_result(what, r->isa ? r->isa : r->peer, res[0].isa, y[0], y[i], out);
     }
+    for (size_t q = 0; q < n_paired; q++)
+        res[paired_set[q]].paired_peak = paired[q].flops / (ms[n_all + q] * 1e-3);
     perf_add_ratios(res, n_sets, n_all);
     for (size_t i = 0; i < n_all; i++)
         perf_print_result(&res[i]);

@@ -98,6 +98,20 @@ perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set);
 /* Best-of-several FMA throughput on `threads` threads, flop/s. */
 double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick);
 
+/* A set's FMA loop timed as a candidate beside its kernel, for
+ * pct_peak_paired (perf/paired-peak.c): perf_run_paired_peak, a perf_run_fn,
+ * runs the loop once on `threads` threads for about `seconds` (2 ms at
+ * least), `flops` operations in all. */
+typedef struct perf_paired_peak {
+    perf_fma_loop_fn loop;
+    uint64_t iterations; /* per thread and run */
+    int threads;
+    double flops;        /* per run, all threads */
+} perf_paired_peak;
+void perf_paired_peak_init(perf_paired_peak *p, perf_fma_loop_fn loop, int threads,
+                           double seconds);
+void perf_run_paired_peak(void *ctx);
+
 /* Bytes a buffer must have to stream from memory rather than cache: four
  * times the last-level cache, between 64 and 512 MiB. */
 size_t perf_stream_bytes(void);
@@ -220,6 +234,7 @@ typedef struct perf_result {
     double bytes;        /* per call, 0 when not reported */
     int memory_bound;    /* print pct_bw against the streaming bandwidth */
     double peak;         /* flop/s for pct_peak, 0 when unknown */
+    double paired_peak;  /* flop/s timed beside it, for pct_peak_paired; 0: none */
     double bandwidth;    /* bytes/s for pct_bw */
     int fallback_scalar; /* this set still uses the scalar entry */
     size_t n_ratios;

@@ -81,6 +81,8 @@ void perf_print_result(const perf_result *r)
         print_value("gflops", flops_per_s * 1e-9);
         if (r->peak > 0)
             printf(" pct_peak=%.1f", 100.0 * flops_per_s / r->peak);
+        if (r->paired_peak > 0)
+            printf(" pct_peak_paired=%.1f", 100.0 * flops_per_s / r->paired_peak);
     }
     if (r->bytes > 0) {
         double bytes_per_s = r->bytes / seconds;
