@@ -87,7 +87,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
     linear_job jobs[PERF_MAX_SETS];
     peer_job peer_jobs[PERF_MAX_PEERS];
     float *peer_store[PERF_MAX_PEERS];
-    perf_paired_peak paired[PERF_MAX_SETS];
+    perf_peak_run paired[PERF_MAX_SETS];
     size_t paired_set[PERF_MAX_SETS], n_paired = 0;
     float *y[PERF_MAX_SETS + PERF_MAX_PEERS];
     perf_run_fn run[2 * PERF_MAX_SETS + PERF_MAX_PEERS];
@@ -124,7 +124,7 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
     }
 
     /* Compute-bound cases time each set's FMA loop in the same round robin
-     * (perf/paired-peak.c); int8 kernels have their own peak, not this. */
+     * (perf/peak.c); int8 kernels have their own peak, not this. */
     for (size_t s = 0; s < n_sets && o->ceilings && !streamed; s++) {
         perf_fma_loop_fn loop = perf_fma_loop_for(mc->sets[s]->name);
         if (!loop || o->weight_type == TSR_WEIGHTS_INT8)
@@ -132,9 +132,9 @@ static void run_case(const perf_options *o, const perf_machine *mc, const gemm_c
         /* A run of the kernel (a warm-up too) sets the loop's run length. */
         double t0 = perf_now();
         run[s](ctx[s]);
-        perf_paired_peak_init(&paired[n_paired], loop, o->threads, perf_now() - t0);
+        perf_peak_run_init(&paired[n_paired], loop, o->threads, perf_now() - t0);
         paired_set[n_paired] = s;
-        run[n_all + n_paired] = perf_run_paired_peak;
+        run[n_all + n_paired] = perf_run_peak;
         ctx[n_all + n_paired] = &paired[n_paired];
         n_paired++;
     }

@@ -4,7 +4,7 @@
  * socket's bandwidth are whatever they are today):
  *
  *   peak       the FMA throughput of each kernel set's loop (perf/peak-*.c),
- *              best of many 2 ms runs on every thread asked for; with
+ *              best of many 2 ms runs on every thread asked for (peak.c); with
  *              --type int8, also the int8 throughput of the set's int8
  *              kernel's instructions (perf/peak-int8-*.c), measured alike;
  *   bandwidth  a streaming read of a buffer several times the last-level
@@ -80,63 +80,6 @@ perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set)
         if (strlen(loops[i].instructions) == len && strncmp(name, loops[i].instructions, len) == 0)
             return loops[i].loop;
     return NULL;
-}
-
-typedef struct peak_job {
-    perf_fma_loop_fn loop;
-    uint64_t iterations;
-    double flops[256];
-} peak_job;
-
-static void peak_part(void *ctx, int t, int threads)
-{
-    peak_job *j = ctx;
-    (void)threads;
-    j->flops[t] = j->loop(j->iterations);
-}
-
-/* Wall seconds for one parallel run; the flops done go to *flops. */
-static double timed_peak_run(peak_job *j, int threads, double *flops)
-{
-    double t0 = perf_now();
-    perf_parallel(threads, peak_part, j);
-    double dt = perf_now() - t0;
-    *flops = 0;
-    for (int t = 0; t < threads; t++)
-        *flops += j->flops[t];
-    return dt;
-}
-
-double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick)
-{
-    /* Many short runs: on a busy machine a run of a few ms is often cut by a
-     * scheduler tick, and the best of many 2 ms runs finds one that was not. */
-    const double target = 0.002; /* seconds per run */
-    const int runs = quick ? 10 : 25;
-    peak_job j = {.loop = loop, .iterations = 1u << 12};
-    double flops, dt;
-
-    if (threads > 256)
-        threads = 256;
-    /* Size a run to `target` on the calling thread alone, so that the start
-     * of a parallel region (slow on a busy machine) cannot shrink it. */
-    for (;;) {
-        double t0 = perf_now();
-        loop(j.iterations);
-        dt = perf_now() - t0;
-        if (dt >= target / 8)
-            break;
-        j.iterations *= 2;
-    }
-    j.iterations = (uint64_t)((double)j.iterations * target / dt) + 1;
-
-    double best = 0;
-    for (int r = 0; r < runs; r++) {
-        dt = timed_peak_run(&j, threads, &flops);
-        if (flops / dt > best)
-            best = flops / dt;
-    }
-    return best;
 }
 
 /* The size of the largest cache of CPU 0 as sysfs gives it (one instance,

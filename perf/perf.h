@@ -95,22 +95,21 @@ double perf_int8_loop__neondot(uint64_t iterations);
  * this build has no loop for. */
 perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set);
 
-/* Best-of-several FMA throughput on `threads` threads, flop/s. */
-double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick);
-
-/* A set's FMA loop timed as a candidate beside its kernel, for
- * pct_peak_paired (perf/paired-peak.c): perf_run_paired_peak, a perf_run_fn,
- * runs the loop once on `threads` threads for about `seconds` (2 ms at
- * least), `flops` operations in all. */
-typedef struct perf_paired_peak {
+/* A set's FMA loop run once on `threads` threads for about `seconds` (2 ms
+ * at least), `flops` operations in all (perf/peak.c). perf_run_peak is a
+ * perf_run_fn: timed as one more candidate beside a kernel, it gives
+ * pct_peak_paired. */
+typedef struct perf_peak_run {
     perf_fma_loop_fn loop;
     uint64_t iterations; /* per thread and run */
     int threads;
     double flops;        /* per run, all threads */
-} perf_paired_peak;
-void perf_paired_peak_init(perf_paired_peak *p, perf_fma_loop_fn loop, int threads,
-                           double seconds);
-void perf_run_paired_peak(void *ctx);
+} perf_peak_run;
+void perf_peak_run_init(perf_peak_run *p, perf_fma_loop_fn loop, int threads, double seconds);
+void perf_run_peak(void *ctx);
+
+/* Best-of-several FMA throughput on `threads` threads, flop/s. */
+double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick);
 
 /* Bytes a buffer must have to stream from memory rather than cache: four
  * times the last-level cache, between 64 and 512 MiB. */

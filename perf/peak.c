@@ -1,0 +1,79 @@
+/*
+ * The FMA peak, one loop (perf/peak-*.c) run on every thread asked for, in
+ * two uses that share how a run is sized and run:
+ *
+ *   at start    perf_measure_peak: the best of many 2 ms runs, a ceiling
+ *               found in the quietest moment of half a second (pct_peak);
+ *   paired      perf_run_peak as one more candidate of a timed comparison
+ *               (pct_peak_paired). A kernel's time is a median over the
+ *               seconds its case runs, minutes after the start. On a
+ *               machine shared with other guests the two see different
+ *               loads: on one host (Zen 5, KVM) the same GEMM binary gave
+ *               89 % of the start peak in one full run and 79 % in the next,
+ *               with the start peaks 212-218 GFLOP/s in both. Timed in the
+ *               round robin of the case (timing.c), the loop's median sees
+ *               the same moments as the kernel's, with the same clock and
+ *               the same statistic, so their ratio leaves the host's hour
+ *               out. A run then lasts as long as one of the kernel's, so that
+ *               the two take turns sample for sample (with 2 ms runs against
+ *               a 20 ms kernel the loop sampled on alone after the kernel had
+ *               its five, and once came out at 108 %).
+ */
+#include "perf/perf.h"
+
+/* Seconds per run at least: short enough that the best of many finds one
+ * no scheduler tick cut on a busy machine. */
+#define MIN_RUN_SECONDS 0.002
+
+void perf_peak_run_init(perf_peak_run *p, perf_fma_loop_fn loop, int threads, double seconds)
+{
+    if (seconds < MIN_RUN_SECONDS)
+        seconds = MIN_RUN_SECONDS;
+    p->loop = loop;
+    p->threads = threads;
+    /* Sized on the calling thread alone, so that the start of a parallel
+     * region (slow on a busy machine) cannot shrink a run. */
+    uint64_t iterations = 1u << 12;
+    double flops, dt;
+    for (;;) {
+        double t0 = perf_now();
+        flops = loop(iterations);
+        dt = perf_now() - t0;
+        if (dt >= seconds / 8)
+            break;
+        iterations *= 2;
+    }
+    p->iterations = (uint64_t)((double)iterations * seconds / dt) + 1;
+    /* A loop's flops grow with its iterations, and every thread runs the
+     * same number of them. */
+    p->flops = flops / (double)iterations * (double)p->iterations * (double)threads;
+}
+
+static void run_part(void *ctx, int t, int threads)
+{
+    perf_peak_run *p = ctx;
+    (void)t;
+    (void)threads;
+    p->loop(p->iterations);
+}
+
+void perf_run_peak(void *ctx)
+{
+    perf_peak_run *p = ctx;
+    perf_parallel(p->threads, run_part, p);
+}
+
+double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick)
+{
+    const int runs = quick ? 10 : 25;
+    perf_peak_run p;
+    perf_peak_run_init(&p, loop, threads, MIN_RUN_SECONDS);
+    double best = 0;
+    for (int r = 0; r < runs; r++) {
+        double t0 = perf_now();
+        perf_run_peak(&p);
+        double rate = p.flops / (perf_now() - t0);
+        best = rate > best ? rate : best;
+    }
+    return best;
+}
