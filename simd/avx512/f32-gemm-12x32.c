@@ -108,6 +108,59 @@ static inline __attribute__((always_inline)) void finish_row(const tsr_gemm_tile
 /* bf16 (a constant after inlining) selects the panel's value type; a bf16
  * step is one 64-byte line, a float32 step two. With `final` (a constant: the
  * fused final piece) the sums go to y through `out`, not back to C. */
+/* A full-width tile (out->n == NR) to y with `act` a constant: the bias
+ * vectors loaded once and no per-row tests. The same operations in the same
+ * order as finish_row (bias, activation, residual), so the same bits. */
+static inline __attribute__((always_inline)) void finish_full_tile(const tsr_gemm_tile_out *o,
+                                                                   __m512 acc[MR][2],
+                                                                   const tsr_activation act)
+{
+    const __m512 b0 = o->bias ? _mm512_loadu_ps(o->bias) : _mm512_setzero_ps();
+    const __m512 b1 = o->bias ? _mm512_loadu_ps(o->bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (size_t i = 0; i < MR; i++) {
+        __m512 lo = acc[i][0], hi = acc[i][1];
+        if (o->bias) {
+            lo = _mm512_add_ps(lo, b0);
+            hi = _mm512_add_ps(hi, b1);
+        }
+        lo = tsr_avx512_activate(lo, act);
+        hi = tsr_avx512_activate(hi, act);
+        float *y = o->y + i * o->ldy;
+        if (o->residual) {
+            const float *r = o->residual + i * o->ldr;
+            lo = _mm512_add_ps(_mm512_loadu_ps(r), lo);
+            hi = _mm512_add_ps(_mm512_loadu_ps(r + 16), hi);
+        }
+        _mm512_storeu_ps(y, lo);
+        _mm512_storeu_ps(y + 16, hi);
+    }
+}
+
+/* A finished tile to y. `out` is copied first: the compiler cannot tell
+ * that the stores to y leave it alone, and reloaded its fields, and tested
+ * them again, for every row. With that and the full-width case apart, the
+ * fused kernel's time outside its loop went from 11 % to 3 % of its
+ * samples, and the GEMM gained 1.6-3.0 % (median of 30 alternated pairs,
+ * Zen 5: 512 x 2048 x 512 +1.6 and +2.4, 128 x 512 x 512 +3.0, 512 x 1536 x
+ * 512 +2.2; k = 2048, where the epilogue is a quarter as much, +0.5). */
+static inline __attribute__((always_inline)) void finish_tile(const tsr_gemm_tile_out *out,
+                                                              __m512 acc[MR][2])
+{
+    const tsr_gemm_tile_out o = *out;
+    if (o.n == NR) {
+        switch (o.act) {
+        case TSR_ACT_NONE: finish_full_tile(&o, acc, TSR_ACT_NONE); return;
+        case TSR_ACT_RELU: finish_full_tile(&o, acc, TSR_ACT_RELU); return;
+        case TSR_ACT_GELU: finish_full_tile(&o, acc, TSR_ACT_GELU); return;
+        case TSR_ACT_SILU: finish_full_tile(&o, acc, TSR_ACT_SILU); return;
+        }
+    }
+#pragma GCC unroll 12
+    for (size_t i = 0; i < MR; i++)
+        finish_row(&o, i, acc[i][0], acc[i][1]);
+}
+
 static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
                                                        size_t a_cs, const void *b,
                                                        const float *c_in, float *c,
@@ -165,9 +218,7 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
     }
 
     if (final) {
-#pragma GCC unroll 12
-        for (size_t i = 0; i < rows; i++)
-            finish_row(out, i, acc[i][0], acc[i][1]);
+        finish_tile(out, acc);
         return;
     }
 #pragma GCC unroll 12
