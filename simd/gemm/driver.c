@@ -69,6 +69,7 @@ void tsr_gemm_config_init(tsr_gemm_config *cfg, size_t mr, size_t nr, tsr_gemm_u
 
     cfg->mr = mr;
     cfg->nr = nr;
+    cfg->l1_bytes = l1;
     /* A KC x NR piece of a weight panel, read by every row tile of a block,
      * as large as L1: the classic half of L1 would keep it all there, but
      * the tiles stream it from L2 just as well (the kernel needs 11 bytes a

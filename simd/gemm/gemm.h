@@ -183,7 +183,8 @@ typedef void (*tsr_gemm_i8_epilogue_fn)(const int32_t *acc, size_t ldacc, size_t
 
 typedef struct tsr_gemm_config {
     size_t mr, nr;          /* microkernel tile */
-    size_t kc;              /* k per block: a KC x NR weight piece fills L1 */
+    size_t l1_bytes;        /* L1 data cache as reported (in a sane range) */
+    size_t kc;              /* k per block: a KC x NR weight piece fills L1 (a set may take more) */
     size_t a_block_floats;  /* packed rows of x (MC x k) fill L2 */
     size_t b_block_floats;  /* weight panels of one NC block (k x NC) in a share of L3 */
     size_t decode_rows;     /* at most this many rows: the decode path */

@@ -332,10 +332,8 @@ void tsr_gemm_add_i8_kernel(tsr_gemm_config *cfg, const tsr_gemm_i8_kernel *kern
     cfg->i8_variants[cfg->i8_variant_count++] = kernel;
     if (!cfg->i8) {
         cfg->i8 = kernel;
-        /* A piece of the panel (NR x 4 bytes a group) in half of L1; the
-         * block sizes of the f32 config tell L1: kc floats of NR fill it. */
-        size_t l1 = cfg->kc * cfg->nr * sizeof(float);
-        size_t kc4 = l1 / 2 / (kernel->nr * 4);
+        /* A piece of the panel (NR x 4 bytes a group) in half of L1. */
+        size_t kc4 = cfg->l1_bytes / 2 / (kernel->nr * 4);
         cfg->i8_kc4 = kc4 < 16 ? 16 : kc4;
     }
 }
