@@ -21,7 +21,7 @@
  *
  * Each step reads two 64-byte lines of the panel and prefetches the lines
  * PREFETCH_STEPS steps ahead, or, given the frame's `next`, the NR floats of
- * the following weights every `every` steps; a single row prefetches into
+ * the following weights every `every` steps; up to 4 rows prefetch into
  * L2, further ahead. Prefetching past the end of the weights is
  * harmless: a prefetch never faults.
  *
@@ -55,7 +55,7 @@
 #define NR TSR_AVX512_GEMM_NR
 
 /* Each step prefetches the panel lines this many steps ahead (3 KB, as the
- * avx2 kernel's 48 steps of 16 floats); a single row prefetches further
+ * avx2 kernel's 48 steps of 16 floats); up to 4 rows prefetch further
  * (ROW_PREFETCH_BYTES). */
 #define PREFETCH_STEPS 24
 
@@ -73,6 +73,14 @@
  * set's (10 pairs), where they had been 0.6-4.6 % slower in 4 of 5 full
  * runs at 1 x 8000 x 512. */
 #define ROW_PREFETCH_BYTES 12288
+
+/* Up to this many rows take the far L2 prefetch instead of the 24-step one:
+ * with few rows a step is a few cycles, and 24 of them are far too short
+ * for memory. 2 and 4 rows of 2048 x 512 (and 4 of 8000 x 512) gained
+ * +4.3, +1.4 (+0.8) % (12 alternated pairs, Zen 5), and 4 rows went from
+ * 1.016-1.085x avx2's time at 8000 x 512 in 3 full runs to 1.014x its speed
+ * (10 pairs). */
+#define ROW_PREFETCH_MAX_ROWS 4
 
 /* The 32 weights of step p, as float32: loaded, or, from a bf16 panel,
  * zero-extended to 32 bits and shifted into the top half (exact). */
@@ -202,7 +210,7 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
                 next_line += step_bytes;
                 countdown = every;
             }
-        } else if (rows > 1) {
+        } else if (rows > ROW_PREFETCH_MAX_ROWS) {
             _mm_prefetch(ahead, _MM_HINT_T0);
             if (!bf16)
                 _mm_prefetch(ahead + 64, _MM_HINT_T0);
