@@ -62,16 +62,16 @@
 /* A single row (greedy decoding of one sentence) is bound by the weight
  * stream. Of bf16 weights it reads one line a step and did not keep memory
  * busy: 24-28 GB/s where a single f32 row streams 27-33 (Zen 5, 1 thread).
- * Each step asks for its lines this far ahead into L2 (T1: into L1 the prefetches wait on L1's few miss buffers,
- * and a 24-step T0 prefetch made it slower): 1 x 512 x 2048 23.8 -> 29.5
- * GB/s, 1 x 8000 x 512 26.1 -> 28.8, 1 x 2048 x 512 27.3 -> 28.8 (8 and 16
- * KB measured alike; past a panel's end it reaches into the next panel,
- * which is contiguous, or harmlessly past the weights: a prefetch never
- * faults). f32 rows, left to the hardware prefetcher before, gained as
- * much: 1 x (1536, 2048, 8000) x 512 +6.5, +6.7, +5.9 % (median of 16
- * alternated pairs, Zen 5), which made them 4.8-5.9 % faster than the avx2
- * set's (10 pairs), where they had been 0.6-4.6 % slower in 4 of 5 full
- * runs at 1 x 8000 x 512. */
+ * Each step asks for its lines this far ahead into L2 (T1: into L1 the
+ * prefetches wait on L1's few miss buffers, and a 24-step T0 prefetch made
+ * it slower): 1 x 512 x 2048 23.8 -> 29.5 GB/s, 1 x 8000 x 512 26.1 ->
+ * 28.8, 1 x 2048 x 512 27.3 -> 28.8 (8 and 16 KB measured alike; past a
+ * panel's end it reaches into the next panel, which is contiguous, or
+ * harmlessly past the weights: a prefetch never faults). f32 rows, left to
+ * the hardware prefetcher before, gained too: 1 x (1536, 2048, 8000) x 512
+ * +5.3 to +6.7 % (medians of 8-16 alternated pairs, Zen 5), from 0.6-4.6 %
+ * slower than the avx2 set at 1 x 8000 x 512 (4 of 5 full runs) to 1.02 and
+ * 1.05x its speed (medians of 10 and 12 alternated pairs). */
 #define ROW_PREFETCH_BYTES 12288
 
 /* Up to this many rows take the far L2 prefetch instead of the 24-step one:
@@ -117,9 +117,6 @@ static inline __attribute__((always_inline)) void finish_row(const tsr_gemm_tile
                                    y + 16, out->act, n < 32, tsr_avx512_tail_mask(n - 16));
 }
 
-/* bf16 (a constant after inlining) selects the panel's value type; a bf16
- * step is one 64-byte line, a float32 step two. With `final` (a constant: the
- * fused final piece) the sums go to y through `out`, not back to C. */
 /* A full-width tile (out->n == NR) to y with `act` a constant: the bias
  * vectors loaded once and no per-row tests. The same operations in the same
  * order as finish_row (bias, activation, residual), so the same bits. */
@@ -173,6 +170,9 @@ static inline __attribute__((always_inline)) void finish_tile(const tsr_gemm_til
         finish_row(&o, i, acc[i][0], acc[i][1]);
 }
 
+/* bf16 (a constant after inlining) selects the panel's value type; a bf16
+ * step is one 64-byte line, a float32 step two. With `final` (a constant: the
+ * fused final piece) the sums go to y through `out`, not back to C. */
 static inline __attribute__((always_inline)) void tile(size_t k, const float *a, size_t a_rs,
                                                        size_t a_cs, const void *b,
                                                        const float *c_in, float *c,
