@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +364,36 @@ void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b)
     pthread_mutex_unlock(&h->lock);
 }
 
+/* Stops new connections at the listening socket: a filter that drops a
+ * packet with SYN set and ACK clear, the first of a new connection. Returns
+ * 1 when the system took it, 0 where it has no socket filters.
+ *
+ * Only the first packet: the filter also sees the last ACK of every
+ * handshake whose SYN-ACK already went out, and a drop-all filter once
+ * dropped such an ACK, leaving a client connected on its side (and its
+ * request sent) to a connection the listener never queued and reset when it
+ * closed. Sockets accepted later inherit the filter; an established
+ * connection never receives a bare SYN, so it drops nothing of theirs. The
+ * filter reads the TCP header, whose byte 13 holds the flags. */
+static int close_the_door(MHD_socket listener)
+{
+#ifdef SO_ATTACH_FILTER
+    enum { TCP_FLAGS_BYTE = 13, TCP_SYN = 0x02, TCP_ACK = 0x10 };
+    struct sock_filter drop_syn[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, TCP_FLAGS_BYTE),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_SYN | TCP_ACK),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_SYN, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0),          /* drop */
+        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu), /* keep the whole packet */
+    };
+    struct sock_fprog filter = {.len = sizeof drop_syn / sizeof drop_syn[0], .filter = drop_syn};
+    return setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof filter) == 0;
+#else
+    (void)listener;
+    return 0;
+#endif
+}
+
 void srv_http_quiesce(srv_http *h)
 {
     pthread_mutex_lock(&h->lock);
@@ -375,25 +406,35 @@ void srv_http_quiesce(srv_http *h)
      * accepted ones to their clients: hand them to the daemon rather than
      * reset them. Closing a listening socket resets the connections still
      * in its backlog, so first, where the system allows, new connections
-     * are stopped at the door: a filter that drops every packet arriving at
-     * the listening socket (a client's SYN goes unanswered, and its retry
-     * finds the port closed); connections established before it are not
-     * affected. Elsewhere one arriving between the last accept and the
-     * close is reset. */
-#ifdef SO_ATTACH_FILTER
-    struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
-    struct sock_fprog filter = {.len = 1, .filter = &drop_all};
-    setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof filter);
-#endif
+     * are stopped at the door (a client's SYN goes unanswered, and its retry
+     * finds the port closed), then what was already let in is accepted. */
+    int door_closed = close_the_door(listener);
     int flags = fcntl(listener, F_GETFL);
     if (flags >= 0 && fcntl(listener, F_SETFL, flags | O_NONBLOCK) == 0) {
-        for (;;) {
+        /* A handshake answered before the door closed completes within a
+         * round trip: until none has for HANDSHAKE_QUIET_MS (and at most
+         * HANDSHAKE_MAX_MS, the first SYN-ACK retransmission being 1 s
+         * away), whatever arrives is accepted. Without the filter only
+         * what is queued now is taken. */
+        enum { HANDSHAKE_QUIET_MS = 200, HANDSHAKE_MAX_MS = 1000 };
+        int quiet_ms = 0, waited_ms = 0;
+        while (quiet_ms < HANDSHAKE_QUIET_MS && waited_ms < HANDSHAKE_MAX_MS) {
             struct sockaddr_storage addr;
             socklen_t len = sizeof addr;
             int fd = accept(listener, (struct sockaddr *)&addr, &len);
-            if (fd < 0)
+            if (fd >= 0) {
+                MHD_add_connection(h->daemon, fd, (struct sockaddr *)&addr, len);
+                quiet_ms = 0;
+                continue;
+            }
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (!door_closed || (errno != EAGAIN && errno != EWOULDBLOCK))
                 break;
-            MHD_add_connection(h->daemon, fd, (struct sockaddr *)&addr, len);
+            struct pollfd p = {.fd = listener, .events = POLLIN};
+            int waited = poll(&p, 1, 10) == 0 ? 10 : 1;
+            quiet_ms += waited;
+            waited_ms += waited;
         }
     }
     close(listener);
