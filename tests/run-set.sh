@@ -60,8 +60,9 @@ done
 # set, and must get at least as many sentences exactly right as the floor
 # tools/train-demo recorded from PyTorch. TESSERA_TEST_ACCURACY says how much:
 #   quick (the default: make check): batch 16, f32 greedy and beam 4, bf16 and
-#         int8 greedy, on an even slice of the set (every 4th sentence): each
-#         decoding path of the model, at a quarter of the cost;
+#         int8 greedy, on an even slice of the set (every 4th sentence, or
+#         every TESSERA_TEST_ACCURACY_EVERY-th): each decoding path of the
+#         model, at a quarter of the cost;
 #   full (make check-full): the whole set, greedy and beam 4, batch 1 and 16
 #         in f32, greedy and beam in bf16 and int8;
 #   none (.ci/no-avx512, whose machine code make check has just run natively
@@ -75,7 +76,10 @@ none)
     echo "== accuracy of models/numbers-en-de, kernel set $name: not run (TESSERA_TEST_ACCURACY=none)"
     exit $status ;;
 quick)
-    every=4
+    every=${TESSERA_TEST_ACCURACY_EVERY:-4}
+    case $every in
+    '' | *[!0-9]* | 0*) echo "FAIL: TESSERA_TEST_ACCURACY_EVERY=$every: expected a whole number from 1"; exit 1 ;;
+    esac
     f32_runs="--beam 1 --batch 16|--beam 4 --batch 16"
     reduced_decodings=greedy ;;
 full)
