@@ -98,8 +98,16 @@ cli_vocab *cli_vocab_load(const char *path, size_t size, char *err, size_t err_l
     char *line = NULL;
     size_t cap = 0, lines = 0;
     ssize_t n;
-    int failed = !v || !v->tokens;
-    while (!failed && (n = getline(&line, &cap, f)) >= 0) {
+    int failed = !v || !v->tokens, read_error = 0;
+    while (!failed) {
+        errno = 0;
+        if ((n = getline(&line, &cap, f)) < 0) {
+            /* Not the end unless it is one: a line past memory (ENOMEM)
+             * leaves the error flag clear. */
+            if (ferror(f) || !feof(f) || errno == ENOMEM)
+                read_error = errno ? errno : EIO;
+            break;
+        }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
         if (lines < size && !(v->tokens[lines] = strdup(line)))
@@ -108,6 +116,12 @@ cli_vocab *cli_vocab_load(const char *path, size_t size, char *err, size_t err_l
     }
     free(line);
     fclose(f);
+    if (!failed && read_error) {
+        cli_fail(err, err_len, "%s: cannot read line %zu: %s", path, lines + 1,
+                 strerror(read_error));
+        cli_vocab_free(v);
+        return NULL;
+    }
     if (!failed && lines != size) {
         cli_fail(err, err_len, "%s: %zu tokens, but the model's vocabulary has %zu", path, lines,
                  size);

@@ -9,38 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Standard input, a line at a time ------------------------------------- */
-
-typedef struct reader {
-    FILE *in;
-    size_t line_no;
-    char *buf;
-    size_t cap;
-    size_t held; /* nonzero: buf holds line line_no, held back for the next batch (length held - 1) */
-} reader;
-
-/* Reads the next line without its '\n' and one trailing '\r'. Returns 1 with
- * the line in *line and *len, 0 at end of input, -1 on a read error. */
-static int read_line(reader *r, char **line, size_t *len)
-{
-    if (r->held) {
-        *line = r->buf;
-        *len = r->held - 1;
-        r->held = 0;
-        return 1;
-    }
-    ssize_t n = getline(&r->buf, &r->cap, r->in);
-    if (n < 0)
-        return ferror(r->in) ? -1 : 0;
-    r->line_no++;
-    if (n > 0 && r->buf[n - 1] == '\n')
-        r->buf[--n] = '\0';
-    if (n > 0 && r->buf[n - 1] == '\r')
-        r->buf[--n] = '\0';
-    *line = r->buf;
-    *len = (size_t)n;
-    return 1;
-}
+#include "cli/line_reader.h"
 
 /* ---- The pool --------------------------------------------------------------- */
 
@@ -150,19 +119,19 @@ static size_t source_tokens(const char *line, size_t len)
  * N: message", so that the lines before it are still computed and printed
  * before the error. Returns 1 when more input may follow, 0 at its end or
  * after an error. */
-static int read_batch(pool *p, reader *r, slot *s, size_t cap, size_t max_tokens, char *pending,
+static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t max_tokens, char *pending,
                       size_t pending_len)
 {
     char *line, msg[768];
     size_t len, tokens = 0;
     s->n = 0;
     while (s->n < cap) {
-        int rc = read_line(r, &line, &len);
+        int rc = cli_read_line(r, &line, &len);
         if (rc == 0)
             return 0;
         if (rc < 0) {
-            snprintf(pending, pending_len, "line %zu: read error on standard input",
-                     r->line_no + 1);
+            snprintf(pending, pending_len, "line %zu: cannot read standard input: %s",
+                     r->line_no + 1, strerror(r->error));
             return 0;
         }
         if (memchr(line, '\0', len)) {
@@ -172,7 +141,7 @@ static int read_batch(pool *p, reader *r, slot *s, size_t cap, size_t max_tokens
         if (max_tokens) {
             size_t more = source_tokens(line, len);
             if (s->n > 0 && tokens + more > max_tokens) {
-                r->held = len + 1; /* the next batch starts with it */
+                cli_unread_line(r, len); /* the next batch starts with it */
                 return 1;
             }
             tokens += more;
@@ -191,7 +160,7 @@ static int read_batch(pool *p, reader *r, slot *s, size_t cap, size_t max_tokens
 /* Reads, hands out and prints every batch; the exit status. */
 static int run_batches(pool *p, size_t cap, size_t max_tokens)
 {
-    reader r = {.in = stdin};
+    cli_line_reader r = {.in = stdin};
     char pending[1024] = "";
     long read = 0, printed = 0;
     int status = 0, more = 1;
@@ -215,7 +184,7 @@ static int run_batches(pool *p, size_t cap, size_t max_tokens)
         status = print_batch(p, printed++);
     if (status == 0 && pending[0])
         status = cli_error("%s", pending);
-    free(r.buf);
+    cli_line_reader_free(&r);
     return status;
 }
 

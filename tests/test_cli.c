@@ -1880,7 +1880,7 @@ Test(cli, a_read_error_on_standard_input_is_one_line)
                  commands[i], dir);
         char *const argv[] = {"/bin/sh", "-c", script, NULL};
         test_run r = test_run_command(argv, NULL, one_thread);
-        expect_failure(&r, "line 1: read error on standard input", NULL, 0);
+        expect_failure(&r, "line 1: cannot read standard input: Is a directory", NULL, 0);
         test_run_free(&r);
     }
 }

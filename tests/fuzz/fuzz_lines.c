@@ -1,13 +1,15 @@
 /* Fuzz target: the command's input lines. The input is cut into lines as
- * the command reads them (at '\n', one trailing '\r' dropped), and each line
+ * the command reads them (through its reader, cli/line_reader.c), and each line
  * is parsed every way the commands parse one: a sentence of ids (translate,
  * encode), of tokens through a vocabulary (--tokens), and as
  * SOURCE<TAB>TARGET (score, translate --prefix), both halves both ways. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/line_reader.h"
 #include "cli/vocab.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -41,13 +43,19 @@ static void parse_every_way(const char *text, size_t len, cli_ids *ids)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size == 0)
+        return 0;
+    /* The lines come through the command's own reader, from a stream over
+     * the input, as translate, score and encode read standard input. */
+    FILE *in = fmemopen((void *)data, size, "r");
+    if (!in)
+        abort();
+    cli_line_reader r = {.in = in};
     cli_ids ids = {0};
-    for (size_t start = 0; start < size;) {
-        const uint8_t *nl = memchr(data + start, '\n', size - start);
-        size_t end = nl ? (size_t)(nl - data) : size, len = end - start;
-        const char *line = (const char *)data + start;
-        if (len > 0 && line[len - 1] == '\r')
-            len--;
+    char *line;
+    size_t len;
+    int rc;
+    while ((rc = cli_read_line(&r, &line, &len)) == 1) {
         parse_every_way(line, len, &ids);
         const char *second;
         size_t first_len, second_len;
@@ -59,8 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             parse_every_way(line, first_len, &ids);
             parse_every_way(second, second_len, &ids);
         }
-        start = end + 1;
     }
+    if (rc < 0)
+        __builtin_trap(); /* a stream over memory cannot fail to read */
+    cli_line_reader_free(&r);
+    fclose(in);
     free(ids.ids);
     return 0;
 }
