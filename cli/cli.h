@@ -113,6 +113,15 @@ void cli_usage_model(FILE *f, const char *flag, const char *what);
 /* ---- Input lines -------------------------------------------------------- */
 
 /* A growable list of ids. */
+/* Text from outside (a token as typed, a request's URL), for an error line:
+ * printable ASCII as is, every other byte (control bytes, a terminal's
+ * escape sequences, invalid or any UTF-8) as \xNN, so that input cannot
+ * forge or garble a log line, nor make a JSON message invalid UTF-8; at most
+ * CLI_QUOTE_MAX bytes of it, then "...". buf holds CLI_QUOTE_BUF bytes. */
+#define CLI_QUOTE_MAX 40
+#define CLI_QUOTE_BUF (4 * CLI_QUOTE_MAX + 8)
+const char *cli_quote(const char *text, size_t len, char *buf, size_t size);
+
 typedef struct cli_ids {
     int32_t *ids;
     size_t len, cap;

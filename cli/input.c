@@ -37,23 +37,17 @@ static int parse_id(const char *s, size_t len, long *v)
     return 0;
 }
 
-/* A token as typed, for an error line: printable ASCII as is, every other
- * byte (control bytes, a terminal's escape sequences, invalid or any
- * UTF-8) as \xNN, so that input cannot forge or garble a log line; at most
- * QUOTE_MAX bytes of it, then "...". */
-#define QUOTE_MAX 40
-
-static const char *quote_token(const char *tok, size_t len, char *buf, size_t size)
+const char *cli_quote(const char *tok, size_t len, char *buf, size_t size)
 {
     size_t used = 0;
-    for (size_t i = 0; i < len && i < QUOTE_MAX && used + 5 < size; i++) {
+    for (size_t i = 0; i < len && i < CLI_QUOTE_MAX && used + 5 < size; i++) {
         unsigned char c = (unsigned char)tok[i];
         if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
             buf[used++] = (char)c;
         else
             used += (size_t)snprintf(buf + used, size - used, "\\x%02x", c);
     }
-    if (len > QUOTE_MAX && used + 4 <= size) {
+    if (len > CLI_QUOTE_MAX && used + 4 <= size) {
         memcpy(buf + used, "...", 3);
         used += 3;
     }
@@ -80,15 +74,15 @@ int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int
             int32_t found = cli_vocab_find(vocab, tok, tlen);
             id = found >= 0 ? found : unk_id;
         } else if (parse_id(tok, tlen, &id) != 0) {
-            char quoted[4 * QUOTE_MAX + 8];
+            char quoted[CLI_QUOTE_BUF];
             return cli_fail(err, err_len, "'%s' is not a %s token id",
-                            quote_token(tok, tlen, quoted, sizeof quoted), side);
+                            cli_quote(tok, tlen, quoted, sizeof quoted), side);
         }
         if (id < 0 || id >= vocab_size) {
             /* The digits as typed: the parsed value saturates. */
-            char quoted[4 * QUOTE_MAX + 8];
+            char quoted[CLI_QUOTE_BUF];
             return cli_fail(err, err_len, "%s token id %s out of range [0, %d)", side,
-                            quote_token(tok, tlen, quoted, sizeof quoted), vocab_size);
+                            cli_quote(tok, tlen, quoted, sizeof quoted), vocab_size);
         }
         if (push_id(out, (int32_t)id) != 0)
             return cli_fail(err, err_len, "out of memory");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +47,7 @@ typedef struct exchange {
     char *body;
     size_t len, cap;
     int too_large;
+    int answered; /* refused by its headers, before the body */
     int arriving; /* counted by the batcher as arriving */
     struct timespec arrival;
     struct MHD_Connection *connection;
@@ -211,6 +213,12 @@ static char *health_json(const char *status)
 static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *url,
                              const char *method, exchange *x)
 {
+    /* The URL and method as sent (libmicrohttpd has decoded %XX, so any
+     * byte may be there) are quoted in messages: a JSON string must be
+     * valid UTF-8, and a log line must not be forged. */
+    char q_url[CLI_QUOTE_BUF], q_method[CLI_QUOTE_BUF];
+    cli_quote(url, strlen(url), q_url, sizeof q_url);
+    cli_quote(method, strlen(method), q_method, sizeof q_method);
     pthread_mutex_lock(&h->lock);
     int ready = h->ready && !h->closed, stopping = h->stopping;
     pthread_mutex_unlock(&h->lock);
@@ -218,14 +226,14 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     const int translate = strcmp(url, "/v1/translate") == 0, score = strcmp(url, "/v1/score") == 0;
     if (strcmp(url, "/v1/health") == 0) {
         if (!get)
-            return error(h, c, url, x, 405, "%s %s: use GET", method, url);
+            return error(h, c, url, x, 405, "%s %s: use GET", q_method, q_url);
         const char *state = stopping ? "stopping" : !ready ? "loading" : "ready";
         return answer(h, c, url, x, ready && !stopping ? 200 : 503, health_json(state),
                       "application/json");
     }
     if (strcmp(url, "/metrics") == 0) {
         if (!get)
-            return error(h, c, url, x, 405, "%s %s: use GET", method, url);
+            return error(h, c, url, x, 405, "%s %s: use GET", q_method, q_url);
         char *text = srv_metrics_text(h->metrics, ready ? srv_batcher_depth(h->batcher) : 0,
                                       ready ? h->cm->n_runtimes : 0);
         return answer(h, c, url, x, 200, text, "text/plain; version=0.0.4");
@@ -234,9 +242,9 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
         return error(h, c, "other", x, 404,
                      "%s: no such endpoint (POST /v1/translate, POST /v1/score, GET /v1/health, "
                      "GET /v1/model, GET /metrics)",
-                     url);
+                     q_url);
     if ((translate || score) ? !post : !get)
-        return error(h, c, url, x, 405, "%s %s: use %s", method, url,
+        return error(h, c, url, x, 405, "%s %s: use %s", q_method, q_url,
                      (translate || score) ? "POST" : "GET");
     if (!ready)
         return error(h, c, url, x, 503, stopping ? "the server is stopping"
@@ -244,6 +252,54 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     if (!translate && !score)
         return answer(h, c, url, x, 200, model_json(h), "application/json");
     return run_job(h, c, url, translate ? SRV_TRANSLATE : SRV_SCORE, x);
+}
+
+/* The request's Content-Length headers: how many, and whether they agree. */
+typedef struct lengths {
+    int count, conflict;
+    const char *first;
+} lengths;
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    lengths *l = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+        return MHD_YES;
+    if (l->count++ == 0)
+        l->first = value ? value : "";
+    else if (strcmp(l->first, value ? value : "") != 0)
+        l->conflict = 1;
+    return MHD_YES;
+}
+
+/* Refusals decided by the headers alone, answered before any of the body is
+ * read: two Content-Lengths that disagree (libmicrohttpd would take the
+ * first; a proxy in front may take another, and the two would then see
+ * different requests: request smuggling), and a declared length past
+ * --max-body. MHD_YES when nothing is refused (*refused 0). */
+static enum MHD_Result refuse_by_headers(srv_http *h, struct MHD_Connection *c, const char *url,
+                                         exchange *x, int *refused)
+{
+    lengths l = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &l);
+    *refused = 1;
+    if (l.conflict)
+        return error(h, c, "other", x, 400, "conflicting Content-Length headers");
+    if (l.count == 1) {
+        char *end;
+        errno = 0;
+        unsigned long long declared = strtoull(l.first, &end, 10);
+        if (end != l.first && errno == 0 && declared > h->s->max_body) {
+            x->too_large = 1;
+            arrived(h, x);
+            return error(h, c, url, x, 413, "body: %llu bytes declared, more than %zu", declared,
+                         h->s->max_body);
+        }
+    }
+    *refused = 0;
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -269,11 +325,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             x->arriving = 1;
             srv_batcher_arriving(b, +1);
         }
-        return MHD_YES;
+        int refused;
+        enum MHD_Result r = refuse_by_headers(h, c, url, x, &refused);
+        if (refused)
+            x->answered = 1;
+        return r;
+    }
+    if (x->answered) { /* refused by its headers: the rest is not read */
+        *data_size = 0;
+        return MHD_NO;
     }
     if (*data_size > 0) { /* a piece of the body */
         if (x->too_large || x->len + *data_size > h->s->max_body) {
-            x->too_large = 1; /* read and dropped; answered 413 at the end */
+            /* Past --max-body (a chunked body, whose length nobody
+             * declared): not read further. libmicrohttpd cannot answer in
+             * the middle of a body, so the connection is closed. */
+            x->too_large = 1;
+            arrived(h, x);
+            srv_metrics_request(h->metrics, url, 413, seconds_since(x->arrival));
+            *data_size = 0;
+            return MHD_NO;
         } else {
             if (x->len + *data_size + 1 > x->cap) {
                 size_t cap = x->cap ? 2 * x->cap : 4096;

@@ -78,18 +78,24 @@ static void header(const char *head, const char *end, const char *name, char *ou
 int http_request(int port, const char *method, const char *path, const char *body,
                  size_t body_len, http_reply *reply)
 {
+    char head[512];
+    int hl = snprintf(head, sizeof head,
+                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                      method, path, port, body ? body_len : 0);
+    return http_request_raw(port, head, (size_t)hl, body, body ? body_len : 0, reply);
+}
+
+int http_request_raw(int port, const char *head, size_t head_len, const char *body,
+                     size_t body_len, http_reply *reply)
+{
     memset(reply, 0, sizeof *reply);
     int fd = connect_loopback(port);
     if (fd < 0) {
         reply->sys_error = errno;
         return -1;
     }
-    char head[512];
-    int hl = snprintf(head, sizeof head,
-                      "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
-                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      method, path, port, body ? body_len : 0);
-    if (send_all(fd, head, (size_t)hl) != 0 || (body && send_all(fd, body, body_len) != 0)) {
+    if (send_all(fd, head, head_len) != 0 || (body_len && send_all(fd, body, body_len) != 0)) {
         /* The server may answer (413) before reading all of a large body. */
         reply->sys_error = errno;
     }

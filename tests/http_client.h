@@ -22,6 +22,11 @@ typedef struct http_reply {
 int http_request(int port, const char *method, const char *path, const char *body,
                  size_t body_len, http_reply *reply);
 
+/* Sends the bytes of head and then of body (body_len 0: none) as they are,
+ * and reads the whole reply as http_request does. */
+int http_request_raw(int port, const char *head, size_t head_len, const char *body,
+                     size_t body_len, http_reply *reply);
+
 void http_reply_free(http_reply *reply);
 
 /* Sends POST PATH with body, waits `ms` milliseconds without reading, and

@@ -235,6 +235,77 @@ Test(serve, bad_requests_say_what_and_where, .timeout = 120)
     stop(&s);
 }
 
+/* Requests a client library would not send: each refusal is the contract's
+ * JSON, decided from the headers where they suffice. */
+Test(serve, raw_requests_are_refused_in_json, .timeout = 120)
+{
+    static const char *const opts[] = {"--max-body", "1000", NULL};
+    server s;
+    start(&s, opts);
+    static const struct {
+        const char *head;
+        int status;
+        const char *message;
+    } cases[] = {
+        /* libmicrohttpd decodes %FF into a byte that is not UTF-8: the
+         * message quotes it, and the JSON stays valid. */
+        {"GET /v1/%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404,
+         "/v1/\\xff: no such endpoint"},
+        /* Two lengths that disagree: which one a proxy in front took is
+         * unknown (request smuggling). */
+        {"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+         "Content-Length: 50\r\nConnection: close\r\n\r\n",
+         400, "conflicting Content-Length headers"},
+        /* A declared length past --max-body: answered before a byte of the
+         * body is sent (none is). */
+        {"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
+         "Connection: close\r\n\r\n",
+         413, "body: 5000 bytes declared, more than 1000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        http_reply r;
+        http_request_raw(s.port, cases[i].head, strlen(cases[i].head), NULL, 0, &r);
+        json_t *root = json_loads(r.body ? r.body : "", 0, NULL);
+        const char *msg = root ? error_message(root) : NULL;
+        cr_expect_eq(r.status, cases[i].status, "case %zu: status %d (%s)", i, r.status, r.body);
+        cr_expect(msg && strstr(msg, cases[i].message), "case %zu: '%s' is not JSON with '%s'", i,
+                  r.body, cases[i].message);
+        json_decref(root);
+        http_reply_free(&r);
+    }
+
+    /* A chunked body (no declared length) past --max-body is not read on:
+     * the server closes the connection, so 32 MiB cannot all be sent. */
+    size_t chunk = 4096, n_chunks = 8192, piece = chunk + 10;
+    char *body = malloc(n_chunks * piece);
+    cr_assert(body);
+    size_t len = 0;
+    for (size_t i = 0; i < n_chunks; i++) {
+        len += (size_t)sprintf(body + len, "1000\r\n");
+        memset(body + len, 'a', chunk);
+        len += chunk;
+        len += (size_t)sprintf(body + len, "\r\n");
+    }
+    static const char chunked[] = "POST /v1/translate HTTP/1.1\r\nHost: x\r\n"
+                                  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    http_reply r;
+    http_request_raw(s.port, chunked, strlen(chunked), body, len, &r);
+    cr_expect(r.sys_error == EPIPE || r.sys_error == ECONNRESET,
+              "a chunked body past --max-body was read on (sent whole: %s, status %d)",
+              strerror(r.sys_error), r.status);
+    http_reply_free(&r);
+    free(body);
+
+    r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
+    cr_expect_eq(r.status, 200, "after the refusals: %d %s", r.status, r.body);
+    http_reply_free(&r);
+    r = call(&s, "GET", "/metrics", NULL);
+    cr_expect(r.body && strstr(r.body, "tessera_errors_total{kind=\"body_too_large\"} 2"),
+              "the two 413s are not counted: %s", r.body);
+    http_reply_free(&r);
+    stop(&s);
+}
+
 typedef struct slow_request {
     const server *s;
     http_reply r;
