@@ -19,6 +19,9 @@ const char *tessera_compute_type_name(tessera_compute_type type)
 int tessera_compute_type_parse(const char *name, tessera_compute_type *type, char *err,
                                size_t err_len)
 {
+    if (!name || !type)
+        return tsr_fail(err, err_len, "compute type: %s is NULL",
+                        !name ? "the name" : "the result pointer");
     for (int t = TESSERA_COMPUTE_F32; t <= TESSERA_COMPUTE_INT8; t++)
         if (strcmp(name, names[t]) == 0) {
             *type = (tessera_compute_type)t;
@@ -29,6 +32,8 @@ int tessera_compute_type_parse(const char *name, tessera_compute_type *type, cha
 
 void tessera_load_options_init(tessera_load_options *options)
 {
+    if (!options)
+        return;
     memset(options, 0, sizeof *options);
     options->compute_type = TESSERA_COMPUTE_DEFAULT;
 }

@@ -75,7 +75,11 @@ static const named_value layer_norm_forms[] = {
     {"std_unbiased", TESSERA_LAYER_NORM_STD_UNBIASED},
 };
 
-void tessera_config_defaults(tessera_config *cfg) { tsr_config_defaults(cfg); }
+void tessera_config_defaults(tessera_config *cfg)
+{
+    if (cfg)
+        tsr_config_defaults(cfg);
+}
 
 void tsr_config_defaults(tessera_config *cfg)
 {

@@ -13,6 +13,8 @@
 
 void tessera_encode_options_init(tessera_encode_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->batch = 1;
 }
@@ -93,6 +95,8 @@ static int encode_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
 size_t tessera_encode_memory(const tessera_runtime *rt, const tessera_model *m, size_t n,
                              size_t src_len)
 {
+    if (!rt || !m) /* nothing to plan: it cannot run */
+        return SIZE_MAX;
     tsr_kernels table;
     tsr_gemm_config gemm;
     tsr_exec ex;
@@ -106,10 +110,12 @@ int tessera_encode_with(tessera_runtime *rt, const tessera_model *m, const tesse
                         size_t n, const tessera_encode_options *o, float ***out, char *err,
                         size_t err_len)
 {
+    if (!out)
+        return tsr_fail(err, err_len, "encode: the result pointer is NULL");
     *out = NULL;
-    if (!rt || !m || !o)
+    if (!rt || !m || !o || (n > 0 && !src))
         return tsr_fail(err, err_len, "encode: %s is NULL",
-                        !rt ? "the runtime" : !m ? "the model" : "the options");
+                        !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     if (o->batch < 1)
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)

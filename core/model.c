@@ -710,8 +710,11 @@ void tessera_model_free(tessera_model *m)
     tsr_free(m);
 }
 
-const tessera_config *tessera_model_config(const tessera_model *m) { return &m->cfg; }
+const tessera_config *tessera_model_config(const tessera_model *m) { return m ? &m->cfg : NULL; }
 
-size_t tessera_model_weight_bytes(const tessera_model *m) { return m->weight_bytes; }
+size_t tessera_model_weight_bytes(const tessera_model *m) { return m ? m->weight_bytes : 0; }
 
-tessera_compute_type tessera_model_compute_type(const tessera_model *m) { return m->compute_type; }
+tessera_compute_type tessera_model_compute_type(const tessera_model *m)
+{
+    return m ? m->compute_type : TESSERA_COMPUTE_DEFAULT;
+}

@@ -219,6 +219,9 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     char path[4096];
     tessera_config cfg;
     tessera_compute_type type;
+    if (!model || !dir)
+        return tsr_fail(err, err_len, "model load: %s is NULL",
+                        !model ? "the result pointer" : "the model directory");
     *model = NULL;
     TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);

@@ -83,6 +83,9 @@ int tessera_model_random_with(const tessera_config *config, uint64_t seed,
                               char *err, size_t err_len)
 {
     tessera_compute_type type;
+    if (!model || !config)
+        return tsr_fail(err, err_len, "random model: %s is NULL",
+                        !model ? "the result pointer" : "the config");
     *model = NULL;
     TSR_TRY(tsr_config_validate(config, err, err_len));
     TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));

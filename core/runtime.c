@@ -124,6 +124,8 @@ struct tessera_runtime {
 
 void tessera_runtime_options_init(tessera_runtime_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->workers = 1;
 }
@@ -340,6 +342,8 @@ int tessera_runtime_create(const tessera_runtime_options *options, tessera_runti
                            char *err, size_t err_len)
 {
     tessera_runtime_options o;
+    if (!out)
+        return tsr_fail(err, err_len, "runtime: the result pointer is NULL");
     *out = NULL;
     if (options)
         o = *options;
@@ -400,9 +404,9 @@ void tessera_runtime_free(tessera_runtime *rt)
     release(rt);
 }
 
-int tessera_runtime_threads(const tessera_runtime *rt) { return rt->threads; }
+int tessera_runtime_threads(const tessera_runtime *rt) { return rt ? rt->threads : 0; }
 
-size_t tessera_runtime_memory_budget(const tessera_runtime *rt) { return rt->max_memory; }
+size_t tessera_runtime_memory_budget(const tessera_runtime *rt) { return rt ? rt->max_memory : 0; }
 
 int tessera_cpus(void) { return tsr_threads_allowed_cpus(); }
 
@@ -410,6 +414,8 @@ int tessera_runtime_describe(const tessera_runtime *rt, char *buf, size_t len)
 {
     if (len == 0)
         return 0;
+    if (!rt || !buf)
+        return TESSERA_ERR_INPUT;
     tsr_placement_describe(rt->topo, &rt->plan, buf, len);
     size_t used = strlen(buf);
     if (rt->plan.n_workers > 1 && used < len)

@@ -117,6 +117,8 @@ void tessera_scores_free(float **scores, size_t n)
 
 void tessera_score_options_init(tessera_score_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->batch = 1;
 }
@@ -178,6 +180,8 @@ static int score_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
 size_t tessera_score_memory(const tessera_runtime *rt, const tessera_model *m, size_t n,
                             size_t src_len, size_t tgt_len)
 {
+    if (!rt || !m) /* nothing to plan: it cannot run */
+        return SIZE_MAX;
     tsr_kernels table;
     tsr_gemm_config gemm;
     tsr_exec ex;
@@ -192,10 +196,13 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
                        const tessera_tokens *tgt, size_t n, const tessera_score_options *o,
                        float ***out, char *err, size_t err_len)
 {
+    if (!out)
+        return tsr_fail(err, err_len, "score: the result pointer is NULL");
     *out = NULL;
-    if (!rt || !m || !o)
+    if (!rt || !m || !o || (n > 0 && (!src || !tgt)))
         return tsr_fail(err, err_len, "score: %s is NULL",
-                        !rt ? "the runtime" : !m ? "the model" : "the options");
+                        !rt ? "the runtime" : !m ? "the model" : !o ? "the options"
+                                                   : !src ? "src" : "tgt");
     TSR_TRY(tsr_check_has_decoder(m, "score", err, err_len));
     if (o->batch < 1)
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
@@ -231,6 +238,8 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
 int tessera_score(const tessera_model *m, const tessera_tokens *src, const tessera_tokens *tgt,
                   size_t n, int batch, float ***out, char *err, size_t err_len)
 {
+    if (!out) /* refused, with its message, before a runtime is made */
+        return tessera_score_with(NULL, m, src, tgt, n, NULL, out, err, err_len) != 0 ? -1 : 0;
     *out = NULL;
     tessera_runtime *rt = tsr_default_runtime(err, err_len);
     if (!rt)

@@ -17,6 +17,8 @@ int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len)
     tsr_text t = {buf, len, 0};
     if (len == 0)
         return 0;
+    if (!buf)
+        return tsr_fail(err, err_len, "describe system: the buffer is NULL");
     buf[0] = '\0';
     const char *chosen = tessera_kernel_set(err, err_len);
     if (!chosen)

@@ -219,7 +219,9 @@ int tessera_runtime_create(const tessera_runtime_options *options, tessera_runti
 void tessera_runtime_free(tessera_runtime *runtime);
 
 /* The runtime's threads: how many, and a few lines on where they run (its
- * worker among the plan's, cores, NUMA nodes, the weight policy). */
+ * worker among the plan's, cores, NUMA nodes, the weight policy). A NULL
+ * runtime has 0 threads; describing it (or into a NULL buf) is
+ * TESSERA_ERR_INPUT. */
 int tessera_runtime_threads(const tessera_runtime *runtime);
 int tessera_runtime_describe(const tessera_runtime *runtime, char *buf, size_t len);
 
@@ -415,7 +417,8 @@ void tessera_encodings_free(float **vectors, size_t n);
  * (tessera_runtime_options.max_memory) is held against before the batch
  * runs. An upper bound of what the batch allocates at once, its KV caches at
  * the longest the options allow; the weights and the results are not
- * counted. SIZE_MAX when it passes what a size_t holds. */
+ * counted. SIZE_MAX when it passes what a size_t holds, or when runtime,
+ * model (or options) is NULL. */
 size_t tessera_translate_memory(const tessera_runtime *runtime, const tessera_model *model,
                                 size_t n, size_t src_len, const tessera_translate_options *options);
 size_t tessera_score_memory(const tessera_runtime *runtime, const tessera_model *model, size_t n,

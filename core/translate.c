@@ -12,6 +12,8 @@
 
 void tessera_translate_options_init(tessera_translate_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->beam = 1;
     o->max_len = 256;
@@ -29,6 +31,9 @@ int tsr_check_tokens(const tessera_tokens *seqs, size_t n, int vocab, int max_po
                      const char *what, size_t first, int allow_empty, char *err, size_t err_len)
 {
     for (size_t i = 0; i < n; i++) {
+        if (seqs[i].len > 0 && !seqs[i].ids)
+            return tsr_fail(err, err_len, "%s %zu: ids is NULL with %zu tokens", what, first + i,
+                            seqs[i].len);
         if (seqs[i].len == 0 && !allow_empty)
             return tsr_fail(err, err_len, "%s %zu: empty sentence", what, first + i);
         if (seqs[i].len > (size_t)max_positions)
@@ -261,6 +266,8 @@ static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_le
 size_t tessera_translate_memory(const tessera_runtime *rt, const tessera_model *m, size_t n,
                                 size_t src_len, const tessera_translate_options *o)
 {
+    if (!rt || !m || !o) /* nothing to plan: it cannot run */
+        return SIZE_MAX;
     tsr_kernels table;
     tsr_gemm_config gemm;
     tsr_exec ex;
@@ -274,10 +281,12 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
                            size_t n, const tessera_translate_options *o, tessera_hypothesis **out,
                            char *err, size_t err_len)
 {
+    if (!out)
+        return tsr_fail(err, err_len, "translate: the result pointer is NULL");
     *out = NULL;
-    if (!rt || !m || !o)
+    if (!rt || !m || !o || (n > 0 && !src))
         return tsr_fail(err, err_len, "translate: %s is NULL",
-                        !rt ? "the runtime" : !m ? "the model" : "the options");
+                        !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
     TSR_TRY(check_options(m, o, err, err_len));
     TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
@@ -302,6 +311,8 @@ int tessera_translate(const tessera_model *m, const tessera_tokens *src, size_t 
                       const tessera_translate_options *o, tessera_hypothesis **out, char *err,
                       size_t err_len)
 {
+    if (!out)
+        return tessera_translate_with(NULL, m, src, n, o, out, err, err_len) != 0 ? -1 : 0;
     *out = NULL;
     tessera_runtime *rt = tsr_default_runtime(err, err_len);
     if (!rt)

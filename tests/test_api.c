@@ -258,6 +258,82 @@ Test(api, bad_input_says_so)
     tessera_model_free(m);
 }
 
+/* NULL where a pointer is needed is bad input, named, never a crash (issue
+ * 34): the results, the sentences, a sentence's ids, the directory. */
+Test(api, null_arguments_are_refused)
+{
+    tessera_model *m = load_model();
+    tessera_runtime *rt = runtime(1, 0, 1);
+    int32_t ids[] = {5, 6};
+    tessera_tokens src = {ids, 2}, no_ids = {NULL, 2};
+    tessera_translate_options to;
+    tessera_score_options so;
+    tessera_encode_options eo;
+    tessera_translate_options_init(&to);
+    tessera_score_options_init(&so);
+    tessera_encode_options_init(&eo);
+    tessera_hypothesis *h;
+    float **scores, **vectors;
+    static const struct {
+        int which;
+        const char *message;
+    } cases[] = {
+        {0, "translate: the result pointer is NULL"}, {1, "translate: src is NULL"},
+        {2, "sentence 1: ids is NULL with 2 tokens"}, {3, "score: the result pointer is NULL"},
+        {4, "score: src is NULL"},                    {5, "score: tgt is NULL"},
+        {6, "target 1: ids is NULL with 2 tokens"},   {7, "encode: the result pointer is NULL"},
+        {8, "encode: src is NULL"},                   {9, "model load: the model directory is NULL"},
+        {10, "model load: the result pointer is NULL"},
+        {11, "runtime: the result pointer is NULL"},
+        {12, "compute type: the name is NULL"},
+        {13, "translate: the result pointer is NULL"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = 0;
+        tessera_model *loaded = NULL;
+        tessera_compute_type type;
+        err[0] = '\0';
+        switch (cases[i].which) {
+        case 0: rc = tessera_translate_with(rt, m, &src, 1, &to, NULL, err, sizeof err); break;
+        case 1: rc = tessera_translate_with(rt, m, NULL, 1, &to, &h, err, sizeof err); break;
+        case 2: rc = tessera_translate_with(rt, m, &no_ids, 1, &to, &h, err, sizeof err); break;
+        case 3: rc = tessera_score_with(rt, m, &src, &src, 1, &so, NULL, err, sizeof err); break;
+        case 4: rc = tessera_score_with(rt, m, NULL, &src, 1, &so, &scores, err, sizeof err); break;
+        case 5: rc = tessera_score_with(rt, m, &src, NULL, 1, &so, &scores, err, sizeof err); break;
+        case 6:
+            rc = tessera_score_with(rt, m, &src, &no_ids, 1, &so, &scores, err, sizeof err);
+            break;
+        case 7: rc = tessera_encode_with(rt, m, &src, 1, &eo, NULL, err, sizeof err); break;
+        case 8: rc = tessera_encode_with(rt, m, NULL, 1, &eo, &vectors, err, sizeof err); break;
+        case 9: rc = tessera_model_load_with(NULL, NULL, &loaded, err, sizeof err); break;
+        case 10: rc = tessera_model_load_with(".", NULL, NULL, err, sizeof err); break;
+        case 11: rc = tessera_runtime_create(NULL, NULL, err, sizeof err); break;
+        case 12: rc = tessera_compute_type_parse(NULL, &type, err, sizeof err); break;
+        case 13: rc = tessera_translate(m, &src, 1, &to, NULL, err, sizeof err) == -1
+                          ? TESSERA_ERR_INPUT : 0;
+            break;
+        }
+        cr_expect_eq(rc, TESSERA_ERR_INPUT, "case %zu: status %d (%s)", i, rc, err);
+        cr_expect(strstr(err, cases[i].message), "case %zu: '%s' lacks '%s'", i, err,
+                  cases[i].message);
+        cr_expect_null(loaded);
+    }
+    /* The getters and initialisers take NULL quietly. */
+    tessera_translate_options_init(NULL);
+    tessera_config_defaults(NULL);
+    cr_expect_null(tessera_model_config(NULL));
+    cr_expect_eq(tessera_model_weight_bytes(NULL), 0);
+    cr_expect_eq(tessera_runtime_threads(NULL), 0);
+    cr_expect_eq(tessera_encode_memory(NULL, m, 1, 2), SIZE_MAX);
+    char buf[64];
+    cr_expect_eq(tessera_runtime_describe(NULL, buf, sizeof buf), TESSERA_ERR_INPUT);
+    /* Still usable after all that. */
+    cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &to, &h, err, sizeof err), 0, "%s", err);
+    tessera_hypotheses_free(h, 1);
+    tessera_runtime_free(rt);
+    tessera_model_free(m);
+}
+
 Test(api, runtime_options_are_checked)
 {
     tessera_runtime_options o;
