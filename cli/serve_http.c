@@ -384,6 +384,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     pthread_mutex_unlock(&h->lock);
 }
 
+/* Why libmicrohttpd could not listen on addr, which it does not say: the
+ * same socket, option and bind tried again, for their errno ("Permission
+ * denied" below port 1024, "Address already in use", "Cannot assign
+ * requested address" for an address of another machine). */
+static const char *why_not_listening(const struct addrinfo *addr)
+{
+    int fd = socket(addr->ai_family, addr->ai_socktype | SOCK_CLOEXEC, addr->ai_protocol);
+    if (fd < 0)
+        return strerror(errno);
+    int on = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    const char *why = "libmicrohttpd refused (out of memory or threads?)";
+    if (bind(fd, addr->ai_addr, addr->ai_addrlen) != 0 || listen(fd, 1) != 0)
+        why = strerror(errno);
+    close(fd);
+    return why;
+}
+
 srv_http *srv_http_start(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -412,13 +430,14 @@ srv_http *srv_http_start(const srv_settings *s, srv_metrics *metrics, char *err,
         addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)60, MHD_OPTION_END);
-    freeaddrinfo(addr);
     if (!h->daemon) {
-        snprintf(err, err_len, "cannot listen on %s port %d (in use, or not an address of this "
-                 "machine?)", s->host, s->port);
+        snprintf(err, err_len, "cannot listen on %s port %d: %s", s->host, s->port,
+                 why_not_listening(addr));
+        freeaddrinfo(addr);
         srv_http_stop(h);
         return NULL;
     }
+    freeaddrinfo(addr);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : s->port;
     return h;
