@@ -4,11 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* Whether getline's -1 was a failure rather than the end of the input:
- * the stream's error flag (EIO and the like), or no end-of-file flag (a
- * failed allocation: ENOMEM, or EOVERFLOW past SSIZE_MAX), or an ENOMEM on
- * the call that also met the end (the last line, without its '\n'). */
-static int read_failed(FILE *in, int err)
+int cli_read_failed(FILE *in, int err)
 {
     return ferror(in) || !feof(in) || err == ENOMEM || err == EOVERFLOW;
 }
@@ -25,7 +21,7 @@ int cli_read_line(cli_line_reader *r, char **line, size_t *len)
     ssize_t n = getline(&r->buf, &r->cap, r->in);
     if (n < 0) {
         int err = errno;
-        if (!read_failed(r->in, err))
+        if (!cli_read_failed(r->in, err))
             return 0;
         r->error = err ? err : EIO;
         return -1;

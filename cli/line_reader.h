@@ -24,6 +24,13 @@ typedef struct cli_line_reader {
  * read error (r->error; the line that failed is line_no + 1). */
 int cli_read_line(cli_line_reader *r, char **line, size_t *len);
 
+/* Whether getline's -1 on `in` (errno `err`, cleared before the call) was a
+ * failure rather than the end of the input: the stream's error flag (EIO
+ * and the like), or no end-of-file flag (a failed allocation: ENOMEM, or
+ * EOVERFLOW past SSIZE_MAX), or an ENOMEM on the call that also met the end
+ * (the last line, without its '\n'). */
+int cli_read_failed(FILE *in, int err);
+
 /* Gives the line just read back: the next read returns it again. */
 void cli_unread_line(cli_line_reader *r, size_t len);
 

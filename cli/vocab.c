@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/line_reader.h"
 
 
 struct cli_vocab {
@@ -102,10 +103,9 @@ cli_vocab *cli_vocab_load(const char *path, size_t size, char *err, size_t err_l
     while (!failed) {
         errno = 0;
         if ((n = getline(&line, &cap, f)) < 0) {
-            /* Not the end unless it is one: a line past memory (ENOMEM)
-             * leaves the error flag clear. */
-            if (ferror(f) || !feof(f) || errno == ENOMEM)
-                read_error = errno ? errno : EIO;
+            int e = errno;
+            if (cli_read_failed(f, e))
+                read_error = e ? e : EIO;
             break;
         }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))

@@ -119,8 +119,8 @@ static size_t source_tokens(const char *line, size_t len)
  * N: message", so that the lines before it are still computed and printed
  * before the error. Returns 1 when more input may follow, 0 at its end or
  * after an error. */
-static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t max_tokens, char *pending,
-                      size_t pending_len)
+static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t max_tokens,
+                      char *pending, size_t pending_len)
 {
     char *line, msg[768];
     size_t len, tokens = 0;
