@@ -46,7 +46,6 @@ struct srv_http {
 typedef struct exchange {
     char *body;
     size_t len, cap;
-    int too_large;
     int answered; /* refused by its headers, before the body */
     int arriving; /* counted by the batcher as arriving */
     struct timespec arrival;
@@ -140,10 +139,6 @@ static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char
 {
     char err[600];
     int status;
-    if (x->too_large) {
-        arrived(h, x);
-        return error(h, c, endpoint, x, 413, "body: more than %zu bytes", h->s->max_body);
-    }
     srv_job *job =
         srv_job_parse(kind, x->body ? x->body : "", x->len, h->cm, h->s, &status, err, sizeof err);
     if (!job) {
@@ -292,7 +287,6 @@ static enum MHD_Result refuse_by_headers(srv_http *h, struct MHD_Connection *c, 
         errno = 0;
         unsigned long long declared = strtoull(l.first, &end, 10);
         if (end != l.first && errno == 0 && declared > h->s->max_body) {
-            x->too_large = 1;
             arrived(h, x);
             return error(h, c, url, x, 413, "body: %llu bytes declared, more than %zu", declared,
                          h->s->max_body);
@@ -336,11 +330,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO;
     }
     if (*data_size > 0) { /* a piece of the body */
-        if (x->too_large || x->len + *data_size > h->s->max_body) {
+        if (x->len + *data_size > h->s->max_body) {
             /* Past --max-body (a chunked body, whose length nobody
              * declared): not read further. libmicrohttpd cannot answer in
              * the middle of a body, so the connection is closed. */
-            x->too_large = 1;
             arrived(h, x);
             srv_metrics_request(h->metrics, url, 413, seconds_since(x->arrival));
             *data_size = 0;
