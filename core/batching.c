@@ -71,6 +71,7 @@ int tsr_batcher_next(tsr_batcher *b, size_t *first, size_t *count, char *err, si
 {
     if (b->taken >= b->n)
         return 1;
+    TSR_TRY(tsr_cancel_check(b->cancel, b->cancel_arg, err, err_len));
     tsr_batch_shape shape = {0};
     size_t k = 0;
     while (b->taken + k < b->n && k < b->max_count) {

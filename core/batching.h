@@ -30,6 +30,8 @@ typedef struct tsr_batcher {
     size_t budget;                   /* bytes a batch may plan: ex's budget less `own` */
     size_t *order;                   /* [n]: input indices in the order batches take them */
     size_t taken;                    /* how many of order[] batches have taken */
+    tessera_cancel_fn cancel;        /* asked before each batch (NULL: never) */
+    void *cancel_arg;
 } tsr_batcher;
 
 /* Prepares the batches of src[0..n) (and tgt, for score); the limits and the
@@ -46,7 +48,8 @@ void tsr_batcher_free(tsr_batcher *b);
 size_t tsr_batcher_plan(size_t n, int sorting);
 
 /* The next batch: the inputs order[*first .. *first + *count). Returns 0,
- * 1 when every input has been taken, or TESSERA_ERR_NOMEM naming the input
+ * 1 when every input has been taken, TESSERA_ERR_CANCELLED when the
+ * batcher's cancel function says so, or TESSERA_ERR_NOMEM naming the input
  * that does not fit the budget alone. */
 int tsr_batcher_next(tsr_batcher *b, size_t *first, size_t *count, char *err, size_t err_len);
 

@@ -496,8 +496,11 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
         if (rc == 0 && o->return_alignments)
             tsr_decoder_want_alignments(&b.dec);
         /* step() returns 1 when the search has ended, < 0 on failure. */
-        while (rc == 0)
+        while (rc == 0) {
             rc = step(&b, err, err_len);
+            if (rc == 0)
+                rc = tsr_cancel_check(o->cancel, o->cancel_arg, err, err_len);
+        }
         rc = rc < 0 ? rc : 0;
         if (rc == 0 && output(&b, out) != 0)
             rc = tsr_fail_oom(err, err_len, "out of memory for the output");

@@ -74,6 +74,16 @@ const char *tessera_status_name(int status)
     case TESSERA_ERR_INPUT: return "bad input";
     case TESSERA_ERR_NOMEM: return "out of memory";
     case TESSERA_ERR_INTERNAL: return "internal error";
+    case TESSERA_ERR_CANCELLED: return "cancelled";
     default: return "unknown status";
     }
+}
+
+int tsr_cancel_check(tessera_cancel_fn cancel, void *arg, char *err, size_t err_len)
+{
+    if (!cancel || !cancel(arg))
+        return 0;
+    if (err && err_len > 0)
+        snprintf(err, err_len, "cancelled");
+    return TESSERA_ERR_CANCELLED;
 }

@@ -32,6 +32,10 @@ int tsr_fail_internal(char *err, size_t err_len, const char *fmt, ...)
             return tsr_try_status_;                                                                \
     } while (0)
 
+/* TESSERA_ERR_CANCELLED with the message "cancelled" when cancel (may be
+ * NULL) returns nonzero for arg; else 0. */
+int tsr_cancel_check(tessera_cancel_fn cancel, void *arg, char *err, size_t err_len);
+
 /* Prefixes an existing message in err with `prefix` ("prefix: message") and
  * returns `code`, the status of the failure being reported. */
 int tsr_fail_prefix(int code, char *err, size_t err_len, const char *prefix);

@@ -140,6 +140,8 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
             g->next[kept++] = tok;
         }
         active = kept;
+        if (active > 0)
+            TSR_TRY(tsr_cancel_check(o->cancel, o->cancel_arg, err, err_len));
     }
     for (size_t s = 0; s < n; s++) {
         if (!out[s].ids || (g->align && !out[s].alignment))

@@ -151,6 +151,8 @@ static int score_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
     tsr_batcher batches;
     TSR_TRY(tsr_batcher_init(&batches, ex, j->src, j->tgt, j->n, j->o->batch, j->o->batch_tokens,
                              batch_plan, NULL, "pair", err, err_len));
+    batches.cancel = j->o->cancel;
+    batches.cancel_arg = j->o->cancel_arg;
     size_t first, count;
     int rc;
     while ((rc = tsr_batcher_next(&batches, &first, &count, err, err_len)) == 0) {

@@ -50,10 +50,12 @@ typedef enum tessera_status {
                                   model and runtime stay usable */
     TESSERA_ERR_INTERNAL = -3, /* the system refused what should work (a thread),
                                   or a bug: please report it with the message */
+    TESSERA_ERR_CANCELLED = -4, /* the caller's cancel function stopped the call
+                                   (tessera_cancel_fn); nothing was leaked */
 } tessera_status;
 
-/* "ok", "bad input", "out of memory", "internal error" ("unknown status"
- * for anything else). */
+/* "ok", "bad input", "out of memory", "internal error", "cancelled"
+ * ("unknown status" for anything else). */
 const char *tessera_status_name(int status);
 
 typedef enum tessera_activation {
@@ -270,6 +272,16 @@ typedef struct tessera_tokens {
 #define TESSERA_SAMPLING_TOPK_MAX (1 << 20)
 #define TESSERA_NO_REPEAT_NGRAM_MAX 1024
 
+/* Stops a call early: the options of translate, score and encode may name
+ * one (with the argument it is called with). The call asks it before each
+ * batch and, while decoding, after every step of the batch (one token for
+ * every sentence), on one of the runtime's threads, never twice at once;
+ * when it returns nonzero the call frees what it made and returns
+ * TESSERA_ERR_CANCELLED at once. A request deadline, a client that went
+ * away or a flag set by another thread (read it atomically) are all such a
+ * function. */
+typedef int (*tessera_cancel_fn)(void *arg);
+
 typedef struct tessera_translate_options {
     int beam;             /* 1: greedy; N > 1: beam search with N hypotheses */
     int max_len;          /* most target tokens (EOS not counted); capped so
@@ -318,12 +330,16 @@ typedef struct tessera_translate_options {
      * and do not depend on the batches, which the runtime's memory budget
      * may also split. */
     int batch_tokens;
+
+    /* NULL (default), or what may stop the call early (tessera_cancel_fn). */
+    tessera_cancel_fn cancel;
+    void *cancel_arg;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
- * end_token -1, no alignments, batch_tokens 0. */
+ * end_token -1, no alignments, batch_tokens 0, no cancel function. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total
@@ -364,9 +380,11 @@ typedef struct tessera_score_options {
     int batch;        /* pairs scored together, >= 1 */
     int batch_tokens; /* > 0: at most this many source tokens a batch (as in
                          tessera_translate_options); 0: no limit */
+    tessera_cancel_fn cancel; /* NULL, or asked before each batch */
+    void *cancel_arg;
 } tessera_score_options;
 
-/* Defaults: batch 1, batch_tokens 0. */
+/* Defaults: batch 1, batch_tokens 0, no cancel function. */
 void tessera_score_options_init(tessera_score_options *options);
 
 /* Teacher-forced scoring on `runtime`: for each pair, the decoder is fed
@@ -391,9 +409,11 @@ typedef struct tessera_encode_options {
     int batch;        /* sentences encoded together, >= 1 */
     int batch_tokens; /* > 0: at most this many source tokens a batch (as in
                          tessera_translate_options); 0: no limit */
+    tessera_cancel_fn cancel; /* NULL, or asked before each batch */
+    void *cancel_arg;
 } tessera_encode_options;
 
-/* Defaults: batch 1, batch_tokens 0. */
+/* Defaults: batch 1, batch_tokens 0, no cancel function. */
 void tessera_encode_options_init(tessera_encode_options *options);
 
 /* The encoder alone on `runtime` (encoder-only use): out[i] receives

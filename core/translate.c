@@ -230,6 +230,8 @@ static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_le
     tsr_batcher batches;
     TSR_TRY(tsr_batcher_init(&batches, ex, j->src, NULL, j->n, o->batch, o->batch_tokens,
                              batch_plan, o, "sentence", err, err_len));
+    batches.cancel = o->cancel;
+    batches.cancel_arg = o->cancel_arg;
     size_t first, count;
     int rc;
     while ((rc = tsr_batcher_next(&batches, &first, &count, err, err_len)) == 0) {

@@ -253,6 +253,7 @@ Test(api, bad_input_says_so)
                  TESSERA_ERR_INPUT);
     cr_expect(strstr(err, "runtime is NULL"), "%s", err);
     cr_expect_str_eq(tessera_status_name(TESSERA_ERR_NOMEM), "out of memory");
+    cr_expect_str_eq(tessera_status_name(TESSERA_ERR_CANCELLED), "cancelled");
     cr_expect_str_eq(tessera_status_name(42), "unknown status");
     tessera_runtime_free(rt);
     tessera_model_free(m);
