@@ -1,7 +1,8 @@
 /* tessera serve: the pieces of the HTTP server and what they share.
  *
  *   serve.c          the command: options, startup, signals, orderly shutdown
- *   serve_http.c     libmicrohttpd: routes, bodies, answers, the connection limit
+ *   serve_http.c     libmicrohttpd: routes, bodies, answers, the connection limits
+ *   serve_guard.c    the read deadline (--read-timeout) that cuts slow clients
  *   serve_request.c  JSON requests checked into jobs, jobs answered as JSON
  *   serve_batcher.c  the queue of sentences and the workers that batch them
  *   serve_metrics.c  counters and histograms, in Prometheus' text format
@@ -13,7 +14,14 @@
  * --max-batch-tokens source tokens, waiting at most --batch-wait-ms for more
  * while other requests are still arriving, and decodes them together. A
  * sentence's output does not depend on the batch it is decoded in, so every
- * answer is what the CLI prints for it. */
+ * answer is what the CLI prints for it.
+ *
+ * A job stops early when its client goes away, when --request-timeout
+ * passes, or when shutdown's --drain-timeout does: its queued sentences are
+ * dropped, and a batch holding any of its sentences is cancelled between two
+ * decoding steps (tessera_cancel_fn); the other jobs' sentences of that
+ * batch go back to the head of the queue and are decoded again, to the same
+ * bits. */
 #ifndef TSR_CLI_SERVE_H
 #define TSR_CLI_SERVE_H
 
@@ -36,6 +44,10 @@ typedef struct srv_settings {
     size_t max_body;       /* request body bytes, at most */
     int max_sentences;     /* sentences per request, at most */
     int max_connections;   /* open connections, at most */
+    int max_per_client;    /* open connections from one client address, at most */
+    double read_timeout;   /* seconds to receive one whole request */
+    double request_timeout; /* seconds from a request's arrival to its answer */
+    double drain_timeout;  /* seconds shutdown waits for the requests accepted */
 } srv_settings;
 
 /* ---- Jobs -------------------------------------------------------------------------- */
@@ -50,6 +62,14 @@ typedef struct srv_key {
     float length_penalty;
 } srv_key;
 
+/* Why a job stopped before its answer (srv_job.stop). */
+typedef enum srv_stop {
+    SRV_RUNNING = 0,
+    SRV_GONE,      /* its client closed the connection */
+    SRV_TIMED_OUT, /* --request-timeout passed */
+    SRV_SHUTDOWN,  /* --drain-timeout passed while stopping */
+} srv_stop;
+
 typedef struct srv_job {
     srv_key key;
     int text;                  /* given as text: answers carry tokens too */
@@ -62,9 +82,11 @@ typedef struct srv_job {
     float **logprobs;         /* score: [n], each tgt[i].len + 1 values */
     /* Guarded by the batcher's lock: */
     size_t waiting, pending;  /* sentences still queued / not yet answered */
+    size_t dropped;           /* sentences dropped or cancelled, not answered */
     int status;               /* 0, or the tessera_status of the first failure */
     char err[512];
-    int abandoned;            /* the client went away: skip what is still queued */
+    srv_stop stop;            /* nonzero: drop what is queued, cancel what is decoding */
+    struct timespec deadline; /* CLOCK_MONOTONIC: --request-timeout after arrival */
     pthread_cond_t done;
 } srv_job;
 
@@ -92,11 +114,17 @@ srv_batcher *srv_batcher_start(const cli_model *cm, const srv_settings *s, srv_m
  * all (nothing queued: the caller answers 503). */
 int srv_batcher_submit(srv_batcher *b, srv_job *job);
 
-/* Waits until every sentence of the job is answered, or `gone` says the
- * client left (checked every 100 ms): then its queued sentences are
- * dropped, those being decoded finished, and 1 is returned; 0 when answered.
- * Either way the job may be freed afterwards. */
-int srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg);
+/* Waits until every sentence of the job is answered, or the job stops: its
+ * client left (`gone`, asked every 100 ms), its deadline passed, or
+ * srv_batcher_cancel_all. Then its queued sentences are dropped, a batch
+ * decoding any of them is cancelled within a decoding step, and the reason
+ * is returned; SRV_RUNNING (0) when answered. Either way the job may be
+ * freed afterwards. */
+srv_stop srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg);
+
+/* Stops every job queued or decoding (SRV_SHUTDOWN): for shutdown when
+ * --drain-timeout has passed. */
+void srv_batcher_cancel_all(srv_batcher *b);
 
 /* A translate or score request has begun to arrive (delta +1), or has been
  * queued or refused (-1). A batch waits to fill only while requests are
@@ -117,6 +145,10 @@ void srv_metrics_free(srv_metrics *m);
 void srv_metrics_request(srv_metrics *m, const char *endpoint, int status, double seconds);
 /* A batch decoded: sentences, source tokens, target tokens produced. */
 void srv_metrics_batch(srv_metrics *m, size_t sentences, size_t src_tokens, size_t tgt_tokens);
+/* A job stopped before its answer, and why. */
+void srv_metrics_stopped(srv_metrics *m, srv_stop why);
+/* A batch cancelled; `requeued` sentences of other jobs went back to the queue. */
+void srv_metrics_cancelled_batch(srv_metrics *m, size_t requeued);
 /* The Prometheus text exposition (malloc'd); queue depth given by the caller. */
 char *srv_metrics_text(srv_metrics *m, size_t queue_depth, int workers);
 
@@ -133,8 +165,31 @@ int srv_http_port(const srv_http *h);
 void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b);
 /* Stops accepting connections; requests already accepted go on. */
 void srv_http_quiesce(srv_http *h);
-/* Waits until no request is in progress. */
+/* Waits until no request is in progress, at most --drain-timeout: then the
+ * jobs still running are cancelled (answered 503) and connections still
+ * receiving a request are cut, and it waits for those to end. */
 void srv_http_drain(srv_http *h);
 void srv_http_stop(srv_http *h);
+
+/* ---- The read deadline (serve_guard.c) ------------------------------------------- */
+
+typedef struct srv_guard srv_guard;
+typedef struct srv_guard_entry srv_guard_entry;
+
+/* Starts the sweeper that cuts connections receiving a request for longer
+ * than read_timeout seconds. NULL with a message when it cannot. */
+srv_guard *srv_guard_start(double read_timeout, srv_metrics *metrics, char *err, size_t err_len);
+/* A connection opened on socket fd: its read deadline starts now. NULL
+ * when out of memory (the connection is then not guarded). */
+srv_guard_entry *srv_guard_open(srv_guard *g, int fd);
+/* The connection starts receiving a request (reading 1: after an answer)
+ * or has received one whole (0: no read deadline while it is answered). */
+void srv_guard_reading(srv_guard *g, srv_guard_entry *e, int reading);
+/* The connection closed (before its socket is closed). */
+void srv_guard_close(srv_guard *g, srv_guard_entry *e);
+/* Cuts every connection still receiving a request (shutdown's end). */
+void srv_guard_cut_readers(srv_guard *g);
+/* Stops the sweeper; every connection must have closed. */
+void srv_guard_stop(srv_guard *g);
 
 #endif

@@ -2,6 +2,9 @@
  * batches (dynamic batching: cli/serve.h says how batches form). One lock
  * guards the queue and every job's counters; decoding runs outside it. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +23,7 @@ typedef struct worker {
     tessera_runtime *rt;
     pthread_t thread;
     item *batch;             /* [max_batch] taken from the queue */
+    size_t n;                /* items in batch (read by the cancel function) */
     tessera_tokens *src, *tgt; /* [max_batch] */
 } worker;
 
@@ -28,6 +32,7 @@ struct srv_batcher {
     pthread_cond_t work; /* items queued, or stopping */
     item *queue;         /* oldest first */
     size_t count, cap;
+    size_t decoding; /* items the workers hold: they may come back to the queue */
     int stopping;
     int arriving; /* requests begun and not yet queued or refused */
     const cli_model *cm;
@@ -64,14 +69,15 @@ static void settle(srv_job *job)
         pthread_cond_broadcast(&job->done);
 }
 
-/* Removes the items of abandoned jobs from the queue. Under the lock. */
-static void drop_abandoned(srv_batcher *b)
+/* Removes the items of stopped jobs from the queue. Under the lock. */
+static void drop_stopped(srv_batcher *b)
 {
     size_t kept = 0;
     for (size_t i = 0; i < b->count; i++) {
         srv_job *job = b->queue[i].job;
-        if (job->abandoned) {
+        if (job->stop != SRV_RUNNING) {
             job->waiting--;
+            job->dropped++;
             settle(job);
         } else {
             b->queue[kept++] = b->queue[i];
@@ -114,7 +120,47 @@ static size_t take_batch(srv_batcher *b, worker *w, size_t n)
         }
     }
     b->count = kept;
+    b->decoding += taken;
+    w->n = taken;
     return taken;
+}
+
+/* The worker's cancel function (tessera_cancel_fn), asked by its runtime
+ * between decoding steps: stop when a job of the batch has stopped. */
+static int batch_stopped(void *arg)
+{
+    worker *w = arg;
+    pthread_mutex_lock(&w->b->lock);
+    int stop = 0;
+    for (size_t i = 0; i < w->n && !stop; i++)
+        stop = w->batch[i].job->stop != SRV_RUNNING;
+    pthread_mutex_unlock(&w->b->lock);
+    return stop;
+}
+
+/* A cancelled batch: the stopped jobs' sentences are settled, the others go
+ * back to the head of the queue, oldest first as they were. Under the lock. */
+static void requeue_survivors(srv_batcher *b, worker *w, size_t n)
+{
+    size_t back = 0;
+    for (size_t i = 0; i < n; i++)
+        back += w->batch[i].job->stop == SRV_RUNNING;
+    memmove(b->queue + back, b->queue, b->count * sizeof *b->queue);
+    back = 0;
+    for (size_t i = 0; i < n; i++) {
+        srv_job *job = w->batch[i].job;
+        if (job->stop != SRV_RUNNING) {
+            job->dropped++;
+            settle(job);
+        } else {
+            b->queue[back++] = w->batch[i];
+            job->waiting++;
+        }
+    }
+    b->count += back;
+    if (back > 0)
+        pthread_cond_broadcast(&b->work);
+    srv_metrics_cancelled_batch(b->metrics, back);
 }
 
 /* Decodes the batch on the worker's runtime and hands each answer to its
@@ -142,6 +188,8 @@ static void decode_batch(worker *w, size_t n)
         o.n_best = key->n_best;
         o.length_penalty = key->length_penalty;
         o.batch = (int)n;
+        o.cancel = batch_stopped;
+        o.cancel_arg = w;
         size_t K = (size_t)key->n_best;
         rc = tessera_translate_with(w->rt, b->cm->model, w->src, n, &o, &h, err, sizeof err);
         for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -159,6 +207,8 @@ static void decode_batch(worker *w, size_t n)
         float **lp;
         tessera_score_options_init(&o);
         o.batch = (int)n;
+        o.cancel = batch_stopped;
+        o.cancel_arg = w;
         rc = tessera_score_with(w->rt, b->cm->model, w->src, w->tgt, n, &o, &lp, err, sizeof err);
         for (size_t i = 0; rc == 0 && i < n; i++) {
             w->batch[i].job->logprobs[w->batch[i].index] = lp[i];
@@ -168,15 +218,29 @@ static void decode_batch(worker *w, size_t n)
         if (rc == 0)
             tessera_scores_free(lp, n);
     }
+#ifdef __GLIBC__
+    /* What a cancelled batch freed lies between the blocks still in use of
+     * its thread's arena, which glibc keeps (1.3 MB after a cancelled 50 MB
+     * batch, measured): given back to the system now (cli/serve.c sets the
+     * thresholds that return the large blocks). */
+    if (rc == TESSERA_ERR_CANCELLED)
+        malloc_trim(0);
+#endif
     pthread_mutex_lock(&b->lock);
-    for (size_t i = 0; i < n; i++) {
-        srv_job *job = w->batch[i].job;
-        if (rc != 0 && job->status == 0) {
-            job->status = rc;
-            snprintf(job->err, sizeof job->err, "%s", err);
+    b->decoding -= n;
+    if (rc == TESSERA_ERR_CANCELLED) {
+        requeue_survivors(b, w, n);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            srv_job *job = w->batch[i].job;
+            if (rc != 0 && job->status == 0) {
+                job->status = rc;
+                snprintf(job->err, sizeof job->err, "%s", err);
+            }
+            settle(job);
         }
-        settle(job);
     }
+    w->n = 0;
     pthread_mutex_unlock(&b->lock);
     if (rc == 0)
         srv_metrics_batch(b->metrics, n, src_tokens, tgt_tokens);
@@ -188,7 +252,7 @@ static void *worker_main(void *arg)
     srv_batcher *b = w->b;
     pthread_mutex_lock(&b->lock);
     for (;;) {
-        drop_abandoned(b);
+        drop_stopped(b);
         if (b->count == 0) {
             if (b->stopping)
                 break;
@@ -276,7 +340,7 @@ int srv_batcher_submit(srv_batcher *b, srv_job *job)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     pthread_mutex_lock(&b->lock);
-    if (b->stopping || b->count + job->n > b->cap) {
+    if (b->stopping || b->count + b->decoding + job->n > b->cap) {
         pthread_mutex_unlock(&b->lock);
         return -1;
     }
@@ -288,25 +352,43 @@ int srv_batcher_submit(srv_batcher *b, srv_job *job)
     return 0;
 }
 
-int srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg)
+srv_stop srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg)
 {
-    int left = 0;
     pthread_mutex_lock(&b->lock);
     while (job->pending > 0) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        struct timespec deadline = after_ms(now, 100);
-        int rc = pthread_cond_timedwait(&job->done, &b->lock, &deadline);
-        if (rc == ETIMEDOUT && !left && gone && gone(gone_arg)) {
-            /* Nobody will read the answer: what is still queued is dropped
-             * (those being decoded finish; a worker never waits on a client). */
-            left = 1;
-            job->abandoned = 1;
-            drop_abandoned(b);
-        }
+        struct timespec wake = after_ms(now, 100);
+        int rc = pthread_cond_timedwait(&job->done, &b->lock, &wake);
+        if (rc != ETIMEDOUT || job->stop != SRV_RUNNING)
+            continue;
+        /* Nobody will read the answer, or nobody wants it any more: what is
+         * still queued is dropped, and a batch decoding any of it stops at
+         * its next step (batch_stopped). */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!earlier(now, job->deadline))
+            job->stop = SRV_TIMED_OUT;
+        else if (gone && gone(gone_arg))
+            job->stop = SRV_GONE;
+        if (job->stop != SRV_RUNNING)
+            drop_stopped(b);
     }
+    /* Stopped after its last sentence was answered: the answer stands. */
+    srv_stop stop = job->dropped > 0 ? job->stop : SRV_RUNNING;
     pthread_mutex_unlock(&b->lock);
-    return left;
+    return stop;
+}
+
+void srv_batcher_cancel_all(srv_batcher *b)
+{
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->count; i++)
+        b->queue[i].job->stop = SRV_SHUTDOWN;
+    for (int w = 0; w < b->n_workers; w++)
+        for (size_t i = 0; i < b->workers[w].n; i++)
+            b->workers[w].batch[i].job->stop = SRV_SHUTDOWN;
+    drop_stopped(b);
+    pthread_mutex_unlock(&b->lock);
 }
 
 void srv_batcher_arriving(srv_batcher *b, int delta)

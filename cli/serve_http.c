@@ -1,7 +1,12 @@
 /* tessera serve: HTTP on libmicrohttpd. One thread per connection (bounded
- * by --max-connections): a request thread parses the body, queues its job
- * and sleeps until the workers have answered every sentence, checking every
- * 100 ms whether its client has gone (then what is still queued is dropped).
+ * by --max-connections, and by --max-connections-per-client for each client
+ * address): a request thread parses the body, queues its job and sleeps
+ * until the workers have answered every sentence, checking every 100 ms
+ * whether its client has gone or --request-timeout has passed (then the job
+ * is stopped: cli/serve.h). A connection slow to send its request is cut at
+ * --read-timeout (cli/serve_guard.c), so slow clients hold a thread for
+ * seconds, not for as long as they like, and the threads they do hold block
+ * nobody else: a thread waits on its own socket only.
  *
  *   POST /v1/translate, POST /v1/score   the jobs (cli/serve_request.c)
  *   GET /v1/health                       200 ready / 503 loading or stopping
@@ -39,6 +44,8 @@ struct srv_http {
     int closed;           /* drained: later requests must not reach the batcher */
     const cli_model *cm;  /* once ready */
     srv_batcher *batcher; /* once ready */
+    srv_guard *guard;
+    struct timespec stop_began; /* when quiesce began: --drain-timeout counts from it */
     int port;
 };
 
@@ -50,6 +57,7 @@ typedef struct exchange {
     int arriving; /* counted by the batcher as arriving */
     struct timespec arrival;
     struct MHD_Connection *connection;
+    srv_guard_entry *guarded; /* the connection's read deadline */
 } exchange;
 
 static double seconds_since(struct timespec t0)
@@ -112,6 +120,14 @@ static enum MHD_Result error(srv_http *h, struct MHD_Connection *c, const char *
     return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
 }
 
+/* The same with the error kind given. */
+static enum MHD_Result error_kind(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                                  const exchange *x, int status, const char *kind,
+                                  const char *msg)
+{
+    return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
+}
+
 /* The request is no longer arriving: queued, refused or gone. */
 static void arrived(srv_http *h, exchange *x)
 {
@@ -145,6 +161,8 @@ static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char
         arrived(h, x);
         return error(h, c, endpoint, x, status, "%s", err);
     }
+    job->deadline = x->arrival;
+    job->deadline.tv_sec += (time_t)h->s->request_timeout;
     int queued = srv_batcher_submit(h->batcher, job);
     arrived(h, x);
     if (queued != 0) {
@@ -153,10 +171,23 @@ static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char
                      "the queue is full (%d sentences) or the server is stopping; retry later",
                      h->s->max_queue);
     }
-    if (srv_batcher_wait(h->batcher, job, client_gone, c)) {
+    srv_stop stop = srv_batcher_wait(h->batcher, job, client_gone, c);
+    if (stop != SRV_RUNNING) {
         srv_job_free(job);
-        srv_metrics_request(h->metrics, endpoint, 499, seconds_since(x->arrival));
-        return MHD_NO; /* nobody to answer: close */
+        srv_metrics_stopped(h->metrics, stop);
+        if (stop == SRV_GONE) {
+            srv_metrics_request(h->metrics, endpoint, 499, seconds_since(x->arrival));
+            return MHD_NO; /* nobody to answer: close */
+        }
+        char msg[200];
+        if (stop == SRV_TIMED_OUT)
+            snprintf(msg, sizeof msg, "not answered within --request-timeout (%g s): its work "
+                     "was cancelled", h->s->request_timeout);
+        else
+            snprintf(msg, sizeof msg, "the server is stopping and --drain-timeout (%g s) has "
+                     "passed: its work was cancelled", h->s->drain_timeout);
+        return error_kind(h, c, endpoint, x, 503, stop == SRV_TIMED_OUT ? "timeout" : "stopping",
+                          msg);
     }
     if (job->status != 0) {
         status = job->status == TESSERA_ERR_NOMEM ? 503 : job->status == TESSERA_ERR_INPUT ? 400
@@ -309,6 +340,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &x->arrival);
         x->connection = c;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        x->guarded = info ? info->socket_context : NULL;
         *state = x;
         pthread_mutex_lock(&h->lock);
         h->in_flight++;
@@ -356,6 +390,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_size = 0;
         return MHD_YES;
     }
+    srv_guard_reading(h->guard, x->guarded, 0); /* received whole: no read deadline now */
     return route(h, c, url, method, x);
 }
 
@@ -368,6 +403,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     exchange *x = *state;
     if (!x)
         return;
+    srv_guard_reading(h->guard, x->guarded, 1); /* the next request's deadline begins */
     arrived(h, x); /* refused before it was queued, or the client left */
     free(x->body);
     free(x);
@@ -375,6 +411,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     pthread_mutex_lock(&h->lock);
     h->in_flight--;
     pthread_mutex_unlock(&h->lock);
+}
+
+/* A connection opened or closed: its read deadline is registered or
+ * removed (cli/serve_guard.c). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    srv_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = info ? srv_guard_open(h->guard, info->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_guard_close(h->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 /* Why libmicrohttpd could not listen on addr, which it does not say: the
@@ -416,13 +468,20 @@ srv_http *srv_http_start(const srv_settings *s, srv_metrics *metrics, char *err,
     h->s = s;
     h->metrics = metrics;
     pthread_mutex_init(&h->lock, NULL);
+    h->guard = srv_guard_start(s->read_timeout, metrics, err, err_len);
+    if (!h->guard) {
+        freeaddrinfo(addr);
+        srv_http_stop(h);
+        return NULL;
+    }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ITC | (addr->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)s->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
         addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)s->max_per_client, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, err_len, "cannot listen on %s port %d: %s", s->host, s->port,
                  why_not_listening(addr));
@@ -479,6 +538,7 @@ static int close_the_door(MHD_socket listener)
 
 void srv_http_quiesce(srv_http *h)
 {
+    clock_gettime(CLOCK_MONOTONIC, &h->stop_began);
     pthread_mutex_lock(&h->lock);
     h->stopping = 1;
     pthread_mutex_unlock(&h->lock);
@@ -536,10 +596,18 @@ void srv_http_drain(srv_http *h)
     /* Until no request is in progress and every connection has closed (each
      * answer given while stopping closes its connection), or, for clients
      * that keep a connection open without sending a request, DRAIN_GRACE_MS
-     * after the last request ended. */
+     * after the last request ended. When --drain-timeout passes first, the
+     * jobs still running are cancelled (each answered 503 within a decoding
+     * step) and the connections still receiving a request are cut. */
     enum { DRAIN_GRACE_MS = 3000, POLL_MS = 10 };
-    int idle_ms = 0;
+    int idle_ms = 0, cancelled = 0;
     for (;;) {
+        if (!cancelled && seconds_since(h->stop_began) >= h->s->drain_timeout) {
+            cancelled = 1;
+            if (h->batcher)
+                srv_batcher_cancel_all(h->batcher);
+            srv_guard_cut_readers(h->guard);
+        }
         /* The daemon's count is read without our lock held: the daemon may
          * hold its own while it calls on_completed, which takes ours. */
         unsigned connections = open_connections(h);
@@ -563,7 +631,8 @@ void srv_http_stop(srv_http *h)
     if (!h)
         return;
     if (h->daemon)
-        MHD_stop_daemon(h->daemon);
+        MHD_stop_daemon(h->daemon); /* every connection closed: the guard is idle */
+    srv_guard_stop(h->guard);
     pthread_mutex_destroy(&h->lock);
     free(h);
 }

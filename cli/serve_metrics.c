@@ -12,13 +12,14 @@
 static const char *const endpoints[] = {"/v1/translate", "/v1/score", "/v1/health", "/v1/model",
                                         "/metrics", "other"};
 enum { N_ENDPOINTS = sizeof endpoints / sizeof *endpoints };
-/* 499: the client left before its answer (nginx's code for it). */
-static const int codes[] = {200, 400, 404, 405, 413, 500, 503, 499};
+/* 499: the client left before its answer (nginx's code for it); 408: a
+ * connection cut at --read-timeout (no answer could be sent). */
+static const int codes[] = {200, 400, 404, 405, 413, 500, 503, 499, 408};
 enum { N_CODES = sizeof codes / sizeof *codes };
 /* The kind of error each code above means (NULL for success). */
 static const char *const code_kinds[] = {NULL,           "bad_request", "not_found",
                                          "bad_method",   "body_too_large", "internal",
-                                         "overloaded",   "client_gone"};
+                                         "overloaded",   "client_gone", "read_timeout"};
 
 static const double latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                         0.25,  0.5,    1,     2.5,  5,     10};
@@ -37,6 +38,8 @@ struct srv_metrics {
     unsigned long long requests[N_ENDPOINTS][N_CODES];
     histogram latency, batch;
     unsigned long long src_tokens, tgt_tokens, sentences;
+    unsigned long long stopped[4]; /* jobs stopped early, by srv_stop */
+    unsigned long long cancelled_batches, requeued;
 };
 
 static void observe(histogram *h, const double *bounds, int n, double v)
@@ -90,6 +93,21 @@ void srv_metrics_batch(srv_metrics *m, size_t sentences, size_t src_tokens, size
     m->sentences += sentences;
     m->src_tokens += src_tokens;
     m->tgt_tokens += tgt_tokens;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_stopped(srv_metrics *m, srv_stop why)
+{
+    pthread_mutex_lock(&m->lock);
+    m->stopped[why]++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_cancelled_batch(srv_metrics *m, size_t requeued)
+{
+    pthread_mutex_lock(&m->lock);
+    m->cancelled_batches++;
+    m->requeued += requeued;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -171,6 +189,21 @@ char *srv_metrics_text(srv_metrics *m, size_t queue_depth, int workers)
         "when scoring); tokens/s is its rate.\n"
         "# TYPE tessera_target_tokens_total counter\ntessera_target_tokens_total %llu\n",
         queue_depth, workers, m->sentences, m->src_tokens, m->tgt_tokens);
+    put(&t,
+        "# HELP tessera_requests_stopped_total Translate and score requests whose work was "
+        "stopped before their answer, by reason.\n"
+        "# TYPE tessera_requests_stopped_total counter\n"
+        "tessera_requests_stopped_total{reason=\"client_gone\"} %llu\n"
+        "tessera_requests_stopped_total{reason=\"request_timeout\"} %llu\n"
+        "tessera_requests_stopped_total{reason=\"drain_timeout\"} %llu\n"
+        "# HELP tessera_batches_cancelled_total Batches cancelled between two decoding steps "
+        "because a request in them stopped.\n"
+        "# TYPE tessera_batches_cancelled_total counter\ntessera_batches_cancelled_total %llu\n"
+        "# HELP tessera_sentences_requeued_total Sentences of other requests in cancelled "
+        "batches, queued again.\n"
+        "# TYPE tessera_sentences_requeued_total counter\ntessera_sentences_requeued_total %llu\n",
+        m->stopped[SRV_GONE], m->stopped[SRV_TIMED_OUT], m->stopped[SRV_SHUTDOWN],
+        m->cancelled_batches, m->requeued);
     put_histogram(&t, "tessera_batch_sentences", "Sentences per decoded batch.", &m->batch,
                   batch_bounds, N_BATCH);
     put_histogram(&t, "tessera_request_duration_seconds",

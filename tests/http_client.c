@@ -30,14 +30,19 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* A connected socket to 127.0.0.1:port, or -1. */
-static int connect_loopback(int port)
+int http_connect(int port, const char *source)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in from = {.sin_family = AF_INET};
+    if (source && (inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+                   bind(fd, (struct sockaddr *)&from, sizeof from) != 0)) {
+        close(fd);
+        return -1;
+    }
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
         int e = errno;
         close(fd);
@@ -75,22 +80,36 @@ static void header(const char *head, const char *end, const char *name, char *ou
     }
 }
 
+static int connect_loopback(int port) { return http_connect(port, NULL); }
+
 int http_request(int port, const char *method, const char *path, const char *body,
                  size_t body_len, http_reply *reply)
+{
+    return http_request_from(NULL, port, method, path, body, body_len, reply);
+}
+
+int http_request_from(const char *source, int port, const char *method, const char *path,
+                      const char *body, size_t body_len, http_reply *reply)
 {
     char head[512];
     int hl = snprintf(head, sizeof head,
                       "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
                       method, path, port, body ? body_len : 0);
-    return http_request_raw(port, head, (size_t)hl, body, body ? body_len : 0, reply);
+    return http_request_raw_from(source, port, head, (size_t)hl, body, body ? body_len : 0, reply);
 }
 
 int http_request_raw(int port, const char *head, size_t head_len, const char *body,
                      size_t body_len, http_reply *reply)
 {
+    return http_request_raw_from(NULL, port, head, head_len, body, body_len, reply);
+}
+
+int http_request_raw_from(const char *source, int port, const char *head, size_t head_len,
+                          const char *body, size_t body_len, http_reply *reply)
+{
     memset(reply, 0, sizeof *reply);
-    int fd = connect_loopback(port);
+    int fd = http_connect(port, source);
     if (fd < 0) {
         reply->sys_error = errno;
         return -1;

@@ -27,6 +27,16 @@ int http_request(int port, const char *method, const char *path, const char *bod
 int http_request_raw(int port, const char *head, size_t head_len, const char *body,
                      size_t body_len, http_reply *reply);
 
+/* The same from the loopback address `source` (127.x.y.z; NULL: the
+ * system's choice, 127.0.0.1): a client of another address. */
+int http_request_from(const char *source, int port, const char *method, const char *path,
+                      const char *body, size_t body_len, http_reply *reply);
+int http_request_raw_from(const char *source, int port, const char *head, size_t head_len,
+                          const char *body, size_t body_len, http_reply *reply);
+
+/* A socket connected to 127.0.0.1:port from `source` (NULL: any), or -1. */
+int http_connect(int port, const char *source);
+
 void http_reply_free(http_reply *reply);
 
 /* Sends POST PATH with body, waits `ms` milliseconds without reading, and

@@ -17,34 +17,16 @@
 
 #include "core/tessera.h"
 #include "tests/http_client.h"
+#include "tests/serve_util.h"
 #include "tests/testutil.h"
 
 #define MODEL_DIR "models/numbers-en-de"
 #define SRC_VOCAB 34 /* its config.json */
 #define MAX_POSITIONS 32
 
-typedef struct server {
-    pid_t pid;
-    int port, out;
-    char log[8192];
-} server;
-
 /* Starts tessera serve on the shipped model with `extra` options (NULL
  * terminated) and waits until it is ready. */
-static void start(server *s, const char *const *extra)
-{
-    char model[1024];
-    snprintf(model, sizeof model, "%s/%s", test_srcdir(), MODEL_DIR);
-    const char *argv[32] = {test_tessera_path(), "serve", "-m", model, "--port", "0"};
-    int argc = 6;
-    for (size_t i = 0; extra && extra[i]; i++)
-        argv[argc++] = extra[i];
-    argv[argc] = NULL;
-    s->pid = http_start_server((char *const *)argv, 60, &s->port, &s->out, s->log, sizeof s->log);
-    cr_assert_gt(s->pid, 0, "tessera serve did not start: %s", s->log);
-    cr_assert_eq(http_wait_output(s->out, "ready", 120, s->log, sizeof s->log), 0,
-                 "tessera serve never said it was ready: %s", s->log);
-}
+static void start(server *s, const char *const *extra) { serve_start(s, MODEL_DIR, extra); }
 
 /* SIGTERM; the server must exit 0 after saying it stopped. */
 static void stop(server *s)
