@@ -190,10 +190,17 @@ int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt)
             return cli_error("--threads: %s", err);
         return cli_error("%s", err);
     }
+    /* Once for all workers, naming what asked for that many, however it
+     * was asked. */
     long threads = (long)tessera_runtime_threads(*rt) * o->workers;
-    if (o->threads && threads > tessera_cpus())
-        cli_note("%ld threads on %d CPUs: they take turns, which is slower than one per CPU",
-                 threads, tessera_cpus());
+    const char *own = getenv("TESSERA_NUM_THREADS"), *omp = getenv("OMP_NUM_THREADS");
+    const char *who = o->threads        ? "--threads"
+                      : own && *own     ? "TESSERA_NUM_THREADS"
+                      : omp && *omp     ? "OMP_NUM_THREADS"
+                                        : "--workers";
+    if (worker == 0 && threads > tessera_cpus())
+        cli_note("%ld threads on %d CPUs (%s): they take turns, which is slower than one per "
+                 "CPU", threads, tessera_cpus(), who);
     return 0;
 }
 

@@ -315,7 +315,8 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
             check_range(k->name, *int_field(&c, k->offset), lo, MAX_SIZE + 1, "", err, err_len))
             return -1;
     }
-    if (check_range("max_positions", c.max_positions, 2, MAX_SIZE + 1, "", err, err_len))
+    if (check_range("max_positions", c.max_positions, 2, TESSERA_MAX_POSITIONS_MAX + 1,
+                    " (TESSERA_MAX_POSITIONS_MAX)", err, err_len))
         return -1;
     if (c.d_model % c.n_heads != 0)
         return tsr_fail(err, err_len, "key 'n_heads': %d does not divide d_model (%d)", c.n_heads,

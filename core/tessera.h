@@ -71,6 +71,11 @@ typedef enum tessera_layer_norm_form {
     TESSERA_LAYER_NORM_STD_UNBIASED = 2, /* / (std + eps), N - 1 std: Annotated Transformer */
 } tessera_layer_norm_form;
 
+/* Largest max_positions accepted: 64Ki positions, past any translation
+ * model's, and a sinusoid table (max_positions x d_model floats, made when
+ * the model loads) of at most 256 MiB at d_model 1024. */
+#define TESSERA_MAX_POSITIONS_MAX 65536
+
 /* Architecture and special ids, as config.json (see INTERFACE.md). */
 typedef struct tessera_config {
     int d_model, n_heads, d_ff;

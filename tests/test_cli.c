@@ -1782,9 +1782,28 @@ Test(cli, thread_counts_are_bounded_by_the_cpus)
     test_run_free(&r);
     r = translate("4 5\n", "--threads", some);
     cr_expect_eq(r.exit_status, 0, "%s", r.err);
-    cr_expect(strncmp(r.err, "tessera: note: ", 15) == 0 && strstr(r.err, "CPUs") &&
+    cr_expect(strncmp(r.err, "tessera: note: ", 15) == 0 && strstr(r.err, "CPUs (--threads)") &&
                   strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
               "one note after the output: \"%s\"", r.err);
+    test_run_free(&r);
+    /* The same note however the count was set: each variable, and workers
+     * (one thread each at least) past the CPUs; once for all workers. */
+    static const char *const vars[] = {"TESSERA_NUM_THREADS", "OMP_NUM_THREADS"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(env, sizeof env, "%s=%s", vars[i], some);
+        char *const env_some[] = {env, i ? "TESSERA_NUM_THREADS=" : NULL, NULL};
+        r = run_env("4 5\n", env_some, "translate", "-m", "DIR", NULL);
+        char says[64];
+        snprintf(says, sizeof says, "CPUs (%s)", vars[i]);
+        cr_expect(r.exit_status == 0 && strstr(r.err, says) &&
+                      strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+                  "%s: one note naming it: \"%s\"", env, r.err);
+        test_run_free(&r);
+    }
+    r = translate("4 5\n", "--workers", some, "--threads", "1");
+    cr_expect(r.exit_status == 0 && strstr(r.err, "CPUs (--threads)") &&
+                  strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+              "--workers: one note for all workers: \"%s\"", r.err);
     test_run_free(&r);
 }
 

@@ -355,10 +355,16 @@ Test(safetensors, a_file_cut_after_its_header_was_read_is_an_error)
     const mw_tensor *written = mw_find(m, "generator.weight");
     cr_expect(memcmp(values, written->values, t->bytes) == 0, "the read gives the values written");
 
-    cr_assert_eq(truncate(weights, (off_t)(st.data_start + t->offset + t->bytes / 2)), 0);
+    size_t cut = st.data_start + t->offset + t->bytes / 2;
+    cr_assert_eq(truncate(weights, (off_t)cut), 0);
     cr_expect_neq(tsr_safetensors_read(&st, t, 0, t->bytes, values, err, sizeof err), 0);
     cr_expect(strstr(err, "tensor 'generator.weight'") != NULL, "names the tensor: %s", err);
     cr_expect(strstr(err, "shrank while being read") != NULL, "says why: %s", err);
+    /* Its sizes, then and now (not where the read stopped, which once
+     * passed for its length). */
+    char sizes[128];
+    snprintf(sizes, sizeof sizes, "%zu bytes when opened, %zu now", st.len, cut);
+    cr_expect(strstr(err, sizes) != NULL, "says '%s': %s", sizes, err);
     cr_expect_eq(strchr(err, '\n'), NULL, "one line: %s", err);
     tsr_safetensors_close(&st);
     free(values);
@@ -844,8 +850,12 @@ Test(config, sizes_out_of_range)
     }
     parse_fails(config_with("max_positions", "1", NULL), "key 'max_positions'", NULL);
     parse_fails(config_with("max_positions", "16777217", NULL), "key 'max_positions'", NULL);
+    /* 16M positions in a 2.8 MB model once made loading take a minute and
+     * 8 GB (the sinusoid table): bounded, with the bound named. */
+    parse_fails(config_with("max_positions", "16777216", NULL), "key 'max_positions'",
+                "[2, 65537) (TESSERA_MAX_POSITIONS_MAX)");
     tessera_config cfg;
-    char *json = config_with("max_positions", "2", "n_encoder_layers", "16777216", NULL);
+    char *json = config_with("max_positions", "65536", "n_encoder_layers", "16777216", NULL);
     parse_ok(json, &cfg);
     free(json);
 }
