@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/model_path.h"
@@ -239,6 +240,14 @@ int cli_serve(int argc, char **argv)
     sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Each connection holds two descriptors (its socket and the read
+     * deadline's duplicate, cli/serve_guard.c): the soft limit (often 1024)
+     * is raised to the hard one, so --max-connections is what limits. */
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &files);
+    }
 #ifdef __GLIBC__
     /* glibc raises its mmap and trim thresholds to the largest block freed
      * (up to 32 and 64 MiB), after which the memory of a large batch stays

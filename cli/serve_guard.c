@@ -107,16 +107,16 @@ srv_guard_entry *srv_guard_open(srv_guard *g, int fd)
     e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     e->reading = 1;
     clock_gettime(CLOCK_MONOTONIC, &e->since);
+    if (e->fd < 0) { /* out of descriptors: this one cannot be guarded; refuse it */
+        shutdown(fd, SHUT_RDWR);
+        e->cut = 1;
+    }
     pthread_mutex_lock(&g->lock);
     e->prev = g->head.prev;
     e->next = &g->head;
     g->head.prev->next = e;
     g->head.prev = e;
     pthread_mutex_unlock(&g->lock);
-    if (e->fd < 0) { /* out of descriptors: this one cannot be guarded; refuse it */
-        shutdown(fd, SHUT_RDWR);
-        e->cut = 1;
-    }
     return e;
 }
 
