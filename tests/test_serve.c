@@ -361,6 +361,26 @@ Test(serve, a_client_that_leaves_frees_the_worker, .timeout = 120)
     stop(&s);
 }
 
+/* A port another server holds: one line with the system's reason, exit 1,
+ * before the model is loaded. */
+Test(serve, a_port_in_use_is_refused_with_the_reason, .timeout = 120)
+{
+    server s;
+    start(&s, NULL);
+    char model[1024], port[16], says[128];
+    snprintf(model, sizeof model, "%s/%s", test_srcdir(), MODEL_DIR);
+    snprintf(port, sizeof port, "%d", s.port);
+    char *argv[] = {(char *)test_tessera_path(), "serve", "-m", model, "--port", port, NULL};
+    test_run r = test_run_command(argv, NULL, NULL);
+    snprintf(says, sizeof says, "cannot listen on 127.0.0.1 port %d: Address already in use",
+             s.port);
+    cr_expect_eq(r.exit_status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, says) && strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
+              "not one line saying '%s': %s", says, r.err);
+    test_run_free(&r);
+    stop(&s);
+}
+
 /* ---- The CLI's answers, from concurrent clients --------------------------------------- */
 
 enum { SENTENCES = 100, CLIENTS = 32, REQUESTS = 500 };
