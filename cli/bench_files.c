@@ -52,7 +52,7 @@ static int add_norm(tensor_list *l, const char *prefix, size_t d)
     return add(l, d, 0, prefix, "weight") || add(l, d, 0, prefix, "bias");
 }
 
-/* The tensors INTERFACE.md requires of an encoder-decoder, in load order. */
+/* The tensors docs/model-format.md requires of an encoder-decoder, in load order. */
 static int list_tensors(const tessera_config *c, tensor_list *l)
 {
     size_t d = (size_t)c->d_model, f = (size_t)c->d_ff;

@@ -1,4 +1,4 @@
-/* config.json (INTERFACE.md section 1): strict types, defaults for the
+/* config.json (docs/model-format.md section 1): strict types, defaults for the
  * optional keys, unknown keys ignored, and every error naming its key. */
 #include "core/config.h"
 

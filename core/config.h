@@ -1,4 +1,4 @@
-/* config.json: parsing with jansson and validation (INTERFACE.md section 1). */
+/* config.json: parsing with jansson and validation (docs/model-format.md section 1). */
 #ifndef TSR_CORE_CONFIG_H
 #define TSR_CORE_CONFIG_H
 

@@ -1,4 +1,4 @@
-/* Building the in-memory model from a weight source: every tensor INTERFACE.md
+/* Building the in-memory model from a weight source: every tensor docs/model-format.md
  * names is fetched by name, checked for shape, widened to float32 and, for
  * linear layers, packed for the kernel set in use; with compute type int8, a
  * linear weight the source holds as int8 (an I8 file) is packed from its

@@ -45,7 +45,7 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* The tensors INTERFACE.md lets be I8: a linear layer's weight, i.e. a 2-D
+/* The tensors docs/model-format.md lets be I8: a linear layer's weight, i.e. a 2-D
  * "<layer>.weight" or attention "in_proj_weight". The only other 2-D
  * ".weight" tensors tessera reads are the token embeddings. */
 static int is_linear_weight(const char *name, size_t ndim)

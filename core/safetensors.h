@@ -12,7 +12,7 @@ typedef enum tsr_dtype {
     TSR_DTYPE_F32,
     TSR_DTYPE_F16,
     TSR_DTYPE_BF16,
-    TSR_DTYPE_I8,    /* quantized linear weights, with a F32 `_scale` tensor (INTERFACE.md) */
+    TSR_DTYPE_I8,    /* quantized linear weights, with a F32 `_scale` tensor (docs/model-format.md) */
     TSR_DTYPE_OTHER, /* a valid safetensors dtype that tessera does not read (I64, F64, ...) */
 } tsr_dtype;
 

@@ -76,7 +76,7 @@ typedef enum tessera_layer_norm_form {
  * the model loads) of at most 256 MiB at d_model 1024. */
 #define TESSERA_MAX_POSITIONS_MAX 65536
 
-/* Architecture and special ids, as config.json (see INTERFACE.md). */
+/* Architecture and special ids, as config.json (see docs/model-format.md). */
 typedef struct tessera_config {
     int d_model, n_heads, d_ff;
     int n_encoder_layers, n_decoder_layers; /* 0 decoder layers: an encoder alone */
@@ -90,7 +90,7 @@ typedef struct tessera_config {
     tessera_layer_norm_form layer_norm_form; /* last: older callers' layouts stay valid */
 } tessera_config;
 
-/* Every field at config.json's default (INTERFACE.md), the required sizes
+/* Every field at config.json's default (docs/model-format.md), the required sizes
  * (d_model, n_heads, d_ff, layers, vocabulary sizes) at 0 for the caller to
  * set. */
 void tessera_config_defaults(tessera_config *config);
@@ -99,7 +99,7 @@ typedef struct tessera_model tessera_model;
 
 /* How the weights of the linear layers (attention projections, FFN,
  * generator) are held and multiplied; activations, attention, LayerNorm,
- * softmax and the KV cache are float32 whatever the type (INTERFACE.md). */
+ * softmax and the KV cache are float32 whatever the type (docs/model-format.md). */
 typedef enum tessera_compute_type {
     TESSERA_COMPUTE_DEFAULT = -1, /* TESSERA_COMPUTE_TYPE from the environment, else f32 */
     TESSERA_COMPUTE_F32 = 0,

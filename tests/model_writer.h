@@ -44,7 +44,7 @@ typedef struct mw_model {
  * max_positions 16, other keys at their defaults. */
 void mw_tiny_config(tessera_config *cfg);
 
-/* Every tensor INTERFACE.md requires for cfg (no optional ones), F32, with
+/* Every tensor docs/model-format.md requires for cfg (no optional ones), F32, with
  * reproducible random values that are multiples of 1/128, in [0.5, 1.5] for
  * norm weights and [-1, 1] otherwise: exact in F16 and BF16, so converting
  * dtypes changes no value. */
@@ -66,7 +66,7 @@ void mw_drop(mw_model *m, const char *name);
 void mw_set_shape(mw_model *m, const char *name, size_t ndim, const size_t *shape);
 /* "F32", "F16", "BF16", "I32", ... or any string at all. */
 void mw_set_dtype(mw_model *m, const char *name, const char *dtype);
-/* 1 for the tensors INTERFACE.md lets be I8: a 2-D "<layer>.weight" other
+/* 1 for the tensors docs/model-format.md lets be I8: a 2-D "<layer>.weight" other
  * than an embedding, or an attention's in_proj_weight. */
 int mw_is_linear_weight(const mw_tensor *t);
 /* Stores linear weight `name` as I8 (each value v written as lround(100 v),

@@ -1,4 +1,4 @@
-/* The tessera command against INTERFACE.md section 2: every bad input gives a
+/* The tessera command against docs/model-format.md section 2: every bad input gives a
  * non-zero status, exactly one stderr line "tessera: ..." naming the culprit,
  * and only complete lines on stdout (for a bad line N, the N-1 lines before
  * it); good input gives one line per input line. The models are the tiny
@@ -845,7 +845,7 @@ Test(cli, wrong_dtype)
     test_run_free(&r);
 }
 
-/* ---- I8 weights with per-row scales (INTERFACE.md) ------------------------------ */
+/* ---- I8 weights with per-row scales (docs/model-format.md) ------------------------------ */
 
 /* An I8 model gives exactly the output of the F32 model holding q * scale,
  * each product rounded once: what loading dequantizes to. */

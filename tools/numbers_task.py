@@ -11,7 +11,7 @@ Used by tools/train-demo (training data, held-out sets, vocabularies).
 
 import random
 
-SPECIALS = ["<unk>", "<pad>", "<s>", "</s>"]  # ids 0..3: INTERFACE.md's default special ids
+SPECIALS = ["<unk>", "<pad>", "<s>", "</s>"]  # ids 0..3: docs/model-format.md's default special ids
 
 EN_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
             "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",

@@ -1,8 +1,8 @@
-"""Reference PyTorch model and file writers for tessera (see INTERFACE.md).
+"""Reference PyTorch model and file writers for tessera (see docs/model-format.md).
 
 The model is the widely used translation model built on torch.nn.Transformer,
 so its state_dict() names are exactly the tensor names tessera reads. It is
-written from INTERFACE.md alone, never from tessera's C code, so that the
+written from docs/model-format.md alone, never from tessera's C code, so that the
 golden fixtures and the torch comparison are an independent check.
 
 References are meant to be computed in float64: build the model in float32,
@@ -28,10 +28,10 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 # What a safetensors file may hold: the float types, and I8 for quantized linear
-# weights (each with a "<name>_scale" F32 tensor, INTERFACE.md).
+# weights (each with a "<name>_scale" F32 tensor, docs/model-format.md).
 STORAGE_DTYPES = dict(TORCH_DTYPES, I8=torch.int8)
 
-# Optional config.json keys and their defaults (INTERFACE.md section 1).
+# Optional config.json keys and their defaults (docs/model-format.md section 1).
 CONFIG_DEFAULTS = {
     "max_positions": 1024,
     "activation": "relu",
@@ -60,7 +60,7 @@ CONFIG_KEYS = CONFIG_REQUIRED + tuple(CONFIG_DEFAULTS)
 
 
 def full_config(config):
-    """The config with every INTERFACE key, defaults filled in, in the documented order."""
+    """The config with every docs/model-format.md key, defaults filled in, in the documented order."""
     missing = [key for key in CONFIG_REQUIRED if key not in config]
     if missing:
         raise ValueError("config lacks required key(s): " + ", ".join(missing))
@@ -76,7 +76,7 @@ def full_config(config):
 def sinusoid_table(n_positions, d_model):
     """PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same), in float64.
 
-    Written with the exact INTERFACE formula rather than the exp/log form of
+    Written with the exact docs/model-format.md formula rather than the exp/log form of
     the PyTorch tutorial, so the reference does not lean on either rounding.
     """
     positions = torch.arange(n_positions, dtype=torch.float64)[:, None]
@@ -431,9 +431,9 @@ def _as_column(ids):
 
 
 class Seq2SeqTransformer(nn.Module):
-    """The translation model of INTERFACE.md.
+    """The translation model of docs/model-format.md.
 
-    config: INTERFACE keys (see full_config). pos_table_rows: None for a
+    config: docs/model-format.md keys (see full_config). pos_table_rows: None for a
     computed sinusoid, else the number of rows of the registered
     `positional_encoding.pos_embedding` buffer. final_norms: False drops
     transformer.encoder.norm and transformer.decoder.norm (absent from the
@@ -845,7 +845,7 @@ def round_weights(model, dtype):
 
 
 def is_linear_weight(name, shape):
-    """The tensors INTERFACE.md lets be I8: a linear layer's 2-D weight."""
+    """The tensors docs/model-format.md lets be I8: a linear layer's 2-D weight."""
     return len(shape) == 2 and (name.endswith("in_proj_weight") or
                                 (name.endswith(".weight") and not name.endswith("embedding.weight")))
 

@@ -3,7 +3,7 @@
 
 The golden fixtures and check-against-torch are only as good as the
 reference, so it is checked three independent ways:
-  1. against a plain numpy forward pass written from INTERFACE.md's words
+  1. against a plain numpy forward pass written from docs/model-format.md's words
      (post/pre-norm order, final norms, q/k/v stacking, sinusoid formula);
   2. against nn.Transformer called directly on a padded batch with key
      padding masks (a different code path through torch than score());
@@ -68,7 +68,7 @@ CONFIGS = [
 ]
 
 
-# ---- numpy forward pass from INTERFACE.md ---------------------------------
+# ---- numpy forward pass from docs/model-format.md ---------------------------------
 
 def np_layer_norm(x, w, b, eps, form="variance"):
     mean = x.mean(-1, keepdims=True)
