@@ -59,7 +59,8 @@ static void usage(FILE *f)
             "  --max-connections N     open connections, at most (default 256)\n"
             "  --max-connections-per-client N\n"
             "                          open connections from one client address, at most\n"
-            "                          (default 64; behind a proxy, every client has the\n"
+            "                          (default half of --max-connections: no address can\n"
+            "                          hold them all; behind a proxy, every client has the\n"
             "                          proxy's address: raise it to --max-connections)\n"
             "  --read-timeout S        seconds a connection has to send one whole request,\n"
             "                          headers and body (from its opening or its previous\n"
@@ -129,7 +130,7 @@ static int parse_options(int argc, char **argv, srv_settings *s)
     s->max_queue = 4096;
     s->max_sentences = 256;
     s->max_connections = 256;
-    s->max_per_client = 64;
+    s->max_per_client = 0; /* half of --max-connections, below */
     int max_body = 1 << 20, read_timeout = 10, request_timeout = 60, drain_timeout = 30;
     opterr = 0;
     optind = 1;
@@ -198,6 +199,8 @@ static int parse_options(int argc, char **argv, srv_settings *s)
         return cli_error("--max-sentences %d is more than --max-queue %d: such a request could "
                          "never be queued", s->max_sentences, s->max_queue);
     s->max_body = (size_t)max_body;
+    if (s->max_per_client == 0)
+        s->max_per_client = s->max_connections > 1 ? s->max_connections / 2 : 1;
     s->read_timeout = read_timeout;
     s->request_timeout = request_timeout;
     s->drain_timeout = drain_timeout;
