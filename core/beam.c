@@ -28,7 +28,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
-#include "core/ops.h"
+#include "core/output_head.h"
 
 typedef struct hyp {
     size_t slot;
@@ -300,14 +300,12 @@ static int step(search *b, char *err, size_t err_len)
     if (rows == 0)
         return 1;
     const float *hidden;
-    const tessera_model *m = b->m;
     TSR_TRY(tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len));
-    /* The generator, then each row's log-softmax and best pairs, split over
-     * the team by rows. */
+    /* The output head's logits, then each row's log-softmax and best pairs,
+     * split over the team by rows. */
 #pragma omp parallel num_threads(b->ex->threads)
     {
-        tsr_op_linear(b->ex, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, b->logits.p,
-                      b->V);
+        tsr_head_logits(b->ex, hidden, rows, b->logits.p);
 #pragma omp for schedule(static)
         for (long lr = 0; lr < (long)rows; lr++) {
             size_t r = (size_t)lr, keep = 2 * b->N, si = b->seqs[r].sentence;
@@ -317,14 +315,14 @@ static int step(search *b, char *err, size_t err_len)
                 /* Forced: the prefix token is the only candidate, scored by
                  * the model as it is. */
                 int32_t tok = b->prefix[si].ids[h->len];
-                b->ex->ks->log_softmax(lp, b->V, lp);
+                tsr_head_log_softmax(b->ex, lp);
                 b->tops[r * keep] = (candidate){b->row_score[r] + (double)lp[tok], b->row_hyp[r], tok};
                 b->n_top[r] = 1;
                 continue;
             }
             if (b->rules.active)
                 tsr_rules_apply(&b->rules, lp, h->tokens, h->len);
-            b->ex->ks->log_softmax(lp, b->V, lp);
+            tsr_head_log_softmax(b->ex, lp);
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
         }

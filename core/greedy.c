@@ -11,7 +11,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
-#include "core/ops.h"
+#include "core/output_head.h"
 #include "core/sampling.h"
 
 typedef struct greedy_state {
@@ -47,31 +47,26 @@ static void finish(const tessera_translate_options *o, const greedy_state *g, si
 
 /* Sentence s's next token from its row of logits (changed in place), its
  * log-probability in *logprob; -1 when the rules leave no token. */
-static int32_t choose(const tsr_kernels *k, greedy_state *g, size_t limit, size_t V, size_t s,
+static int32_t choose(const tsr_exec *ex, greedy_state *g, size_t limit, size_t V, size_t s,
                       float *row, float *logprob, tsr_sample_entry *scratch)
 {
     size_t len = g->len[s];
     if (g->prefix && len < g->prefix[s].len) { /* forced: scored by the model as it is */
         int32_t tok = g->prefix[s].ids[len];
-        *logprob = row[tok] - k->logsumexp(row, V);
+        *logprob = tsr_head_logprob(ex, row, tok);
         return tok;
     }
     if (g->rules.active)
         tsr_rules_apply(&g->rules, row, g->ids + s * limit, len);
     if (g->sampling) {
-        k->log_softmax(row, V, row);
+        tsr_head_log_softmax(ex, row);
         double u = tsr_sample_uniform(g->key[s], g->draws[s]++);
         int32_t tok = tsr_sample(&g->sampler, row, V, u, scratch);
         if (tok >= 0)
             *logprob = row[tok];
         return tok;
     }
-    float lse = k->logsumexp(row, V);
-    if (lse == -INFINITY)
-        return -1;
-    int32_t tok = (int32_t)k->argmax(row, V);
-    *logprob = row[tok] - lse;
-    return tok;
+    return tsr_head_best(ex, row, logprob);
 }
 
 static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
@@ -80,7 +75,6 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
 {
     const tessera_model *m = ex->m;
     size_t limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size, active = 0;
-    const tsr_kernels *k = ex->ks;
     for (size_t s = 0; s < n; s++) {
         if (limit == 0) {
             finish(o, g, s, 0, out);
@@ -94,24 +88,20 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
     while (active > 0) {
         const float *hidden;
         TSR_TRY(tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len));
-        /* The generator, then each row's argmax and log-sum-exp, split over
-         * the team by rows; the token goes into next[i] (already fed). */
+        /* The output head's logits, then each row's token, split over the
+         * team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(ex->threads)
         {
-            tsr_op_linear(ex, &m->generator, hidden, m->d, active, TSR_ACT_NONE, NULL, 0,
-                          logits->p, V);
+            tsr_head_logits(ex, hidden, active, logits->p);
             if (g->plain) {
 #pragma omp for schedule(static)
-                for (long li = 0; li < (long)active; li++) {
-                    const float *row = logits->p + (size_t)li * V;
-                    int32_t tok = (int32_t)k->argmax(row, V);
-                    g->next[li] = tok;
-                    g->step_logprob[li] = row[tok] - k->logsumexp(row, V);
-                }
+                for (long li = 0; li < (long)active; li++)
+                    g->next[li] = tsr_head_best(ex, logits->p + (size_t)li * V,
+                                                &g->step_logprob[li]);
             } else {
 #pragma omp for schedule(static)
                 for (long li = 0; li < (long)active; li++)
-                    g->next[li] = choose(k, g, limit, V, g->seqs[li].sentence,
+                    g->next[li] = choose(ex, g, limit, V, g->seqs[li].sentence,
                                          logits->p + (size_t)li * V, &g->step_logprob[li],
                                          g->scratch ? g->scratch + (size_t)li * V : NULL);
             }

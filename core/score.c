@@ -10,7 +10,7 @@
 #include "core/memory.h"
 #include "core/memory_plan.h"
 #include "core/batching.h"
-#include "core/ops.h"
+#include "core/output_head.h"
 
 /* Rows of generator output held at once: bounds memory for long targets. */
 #define GENERATOR_ROWS 64
@@ -28,13 +28,11 @@ static void generator_logprobs(const tsr_exec *ex, const float *hidden, size_t r
 #pragma omp parallel num_threads(ex->threads)
     for (size_t r0 = 0; r0 < rows; r0 += GENERATOR_ROWS) {
         size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
-        tsr_op_linear(ex, &m->generator, hidden + r0 * m->d, m->d, count, TSR_ACT_NONE, NULL, 0,
-                      logits, V);
+        tsr_head_logits(ex, hidden + r0 * m->d, count, logits);
 #pragma omp for schedule(static)
-        for (long j = 0; j < (long)count; j++) {
-            const float *row = logits + (size_t)j * V;
-            flat[r0 + (size_t)j] = row[targets[r0 + (size_t)j]] - ex->ks->logsumexp(row, V);
-        }
+        for (long j = 0; j < (long)count; j++)
+            flat[r0 + (size_t)j] =
+                tsr_head_logprob(ex, logits + (size_t)j * V, targets[r0 + (size_t)j]);
     }
 }
 

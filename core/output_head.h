@@ -1,0 +1,31 @@
+/* The output head: everything greedy decoding, sampling, beam search and
+ * scoring read off the decoder's output goes through here - the generator's
+ * logits, and a row's log-probabilities, best token or log-sum-exp. One
+ * unit, so that what a model family adds at the output (an output bias,
+ * banned ids, taken out before or after the softmax) is written once for
+ * every way of decoding, and every kernel set runs it. */
+#ifndef TSR_CORE_OUTPUT_HEAD_H
+#define TSR_CORE_OUTPUT_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/runtime.h"
+
+/* The generator's logits for `rows` rows of decoder output (hidden, d_model
+ * floats each) into logits[rows][tgt_vocab]: an operation of core/ops.h
+ * (every thread of the team calls it; it ends with a barrier). */
+void tsr_head_logits(const tsr_exec *ex, const float *hidden, size_t rows, float *logits);
+
+/* A row of logits made log-probabilities, in place. */
+void tsr_head_log_softmax(const tsr_exec *ex, float *row);
+
+/* The log-probability of token `tok` under a row of logits. */
+float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok);
+
+/* The most likely token of a row of logits (the first on ties) and its
+ * log-probability in *logprob; -1 when no token has any probability (every
+ * logit -inf, as when rules banned them all). */
+int32_t tsr_head_best(const tsr_exec *ex, const float *row, float *logprob);
+
+#endif
