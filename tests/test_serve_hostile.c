@@ -387,20 +387,35 @@ Test(hostile, a_cancelled_batch_decodes_the_other_requests_again_to_the_same_bit
      .timeout = 60)
 {
     static const char *const opts[] = {"--workers", "1", "--threads", "1", "--batch-wait-ms",
-                                       "500", NULL};
+                                       "3000", NULL};
     char *dir = heavy_model(), *heavy = heavy_body();
     server s;
     start(&s, dir, opts);
     http_reply alone;
     http_request(s.port, "POST", "/v1/translate", small_body, sizeof small_body - 1, &alone);
     cr_assert_eq(alone.status, 200, "%s", alone.body);
-    /* Sent together with the same options, they share a batch (the worker
-     * waits up to 500 ms for requests still arriving); the heavy one's
-     * client leaves after 1.5 s. */
+    /* One batch, whatever the timing: the heavy request's headers first (a
+     * request arriving), then the small request whole (queued; the worker
+     * waits, up to --batch-wait-ms, for the one still arriving), then the
+     * rest of the heavy body (queued: both decode together). The heavy
+     * one's client leaves 1.5 s later. */
+    int fd = http_connect(s.port, NULL);
+    cr_assert_geq(fd, 0);
+    char head[256];
+    size_t len = strlen(heavy);
+    int hl = snprintf(head, sizeof head,
+                      "POST /v1/translate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", len);
+    cr_assert_eq(send(fd, head, (size_t)hl, MSG_NOSIGNAL), hl);
+    cr_assert_eq(send(fd, heavy, 10, MSG_NOSIGNAL), 10);
+    pause_ms(200);
     call small = {&s, small_body, {0}, 0};
     pthread_t ts;
     cr_assert_eq(pthread_create(&ts, NULL, post, &small), 0);
-    cr_assert_eq(http_send_and_leave(s.port, "/v1/translate", heavy, 1500), 0);
+    pause_ms(300);
+    cr_assert_eq(send(fd, heavy + 10, len - 10, MSG_NOSIGNAL), (ssize_t)(len - 10));
+    pause_ms(1500);
+    close(fd);
     pthread_join(ts, NULL);
     cr_expect_eq(small.reply.status, 200, "%s", small.reply.body);
     cr_expect_str_eq(small.reply.body ? small.reply.body : "", alone.body,
