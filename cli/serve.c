@@ -66,7 +66,7 @@ static void usage(FILE *f)
             "                          headers and body (from its opening or its previous\n"
             "                          answer); a slower one is closed (default 10)\n"
             "  --request-timeout S     seconds from a request's arrival to its answer; past\n"
-            "                          them its work is cancelled and it gets 503 (default 60)\n"
+            "                          them, its work is cancelled: 503 (default 60)\n"
             "  --drain-timeout S       seconds shutdown waits for the requests accepted\n"
             "                          before it cancels them with 503 (default 30)\n"
             "  --max-memory SIZE       each worker's memory budget (bytes, or K, M, G, T;\n"
