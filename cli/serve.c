@@ -256,8 +256,8 @@ int cli_serve(int argc, char **argv)
      * (up to 32 and 64 MiB), after which the memory of a large batch stays
      * in its arena when the batch ends, and a server's RSS stays at its
      * largest batch's (measured: 8 MB idle, 87 MB after one heavy request).
-     * Fixed thresholds keep them where they start: blocks of 1 MiB and more
-     * are mapped and given back when freed. */
+     * Fixed thresholds keep them where they start: blocks of 128 KiB and
+     * more are mapped and given back when freed. */
     mallopt(M_MMAP_THRESHOLD, 128 << 10);
     mallopt(M_TRIM_THRESHOLD, 128 << 10);
 #endif

@@ -28,8 +28,34 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cli/cli.h"
+
+/* ---- Time (the server's pieces share these) -------------------------------------- */
+
+/* t plus ms milliseconds. */
+static inline struct timespec srv_after_ms(struct timespec t, long ms)
+{
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    t.tv_sec += ms / 1000 + t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    return t;
+}
+
+/* Seconds from t0 to t1. */
+static inline double srv_seconds_between(struct timespec t0, struct timespec t1)
+{
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* Seconds from t0 (CLOCK_MONOTONIC) to now. */
+static inline double srv_seconds_since(struct timespec t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return srv_seconds_between(t0, now);
+}
 
 /* ---- Settings ------------------------------------------------------------------ */
 

@@ -48,14 +48,6 @@ static int same_key(const srv_key *a, const srv_key *b)
            a->n_best == b->n_best && a->length_penalty == b->length_penalty;
 }
 
-static struct timespec after_ms(struct timespec t, long ms)
-{
-    t.tv_nsec += (ms % 1000) * 1000000L;
-    t.tv_sec += ms / 1000 + t.tv_nsec / 1000000000L;
-    t.tv_nsec %= 1000000000L;
-    return t;
-}
-
 static int earlier(struct timespec a, struct timespec b)
 {
     return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
@@ -264,7 +256,8 @@ static void *worker_main(void *arg)
          * arriving, until the oldest sentence has waited --batch-wait-ms
          * (not when stopping: finish now). */
         if (n < (size_t)b->s->max_batch && b->arriving > 0 && !b->stopping) {
-            struct timespec now, deadline = after_ms(b->queue[0].arrival, b->s->batch_wait_ms);
+            struct timespec now,
+                deadline = srv_after_ms(b->queue[0].arrival, b->s->batch_wait_ms);
             clock_gettime(CLOCK_REALTIME, &now);
             if (earlier(now, deadline)) {
                 pthread_cond_timedwait(&b->work, &b->lock, &deadline);
@@ -358,7 +351,7 @@ srv_stop srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), voi
     while (job->pending > 0) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        struct timespec wake = after_ms(now, 100);
+        struct timespec wake = srv_after_ms(now, 100);
         int rc = pthread_cond_timedwait(&job->done, &b->lock, &wake);
         if (rc != ETIMEDOUT || job->stop != SRV_RUNNING)
             continue;

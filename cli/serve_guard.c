@@ -40,11 +40,6 @@ struct srv_guard {
     srv_guard_entry head; /* a ring: head.next is the oldest */
 };
 
-static double since(struct timespec t0, struct timespec now)
-{
-    return (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-}
-
 /* Shuts the entry's socket: the daemon's thread sees the end of the
  * stream and closes the connection. Under the lock. */
 static void cut(srv_guard *g, srv_guard_entry *e, struct timespec now)
@@ -53,7 +48,7 @@ static void cut(srv_guard *g, srv_guard_entry *e, struct timespec now)
         return;
     e->cut = 1;
     shutdown(e->fd, SHUT_RDWR);
-    srv_metrics_request(g->metrics, "other", 408, since(e->since, now));
+    srv_metrics_request(g->metrics, "other", 408, srv_seconds_between(e->since, now));
 }
 
 static void *sweep(void *arg)
@@ -65,12 +60,10 @@ static void *sweep(void *arg)
         struct timespec now, deadline;
         clock_gettime(CLOCK_MONOTONIC, &now);
         for (srv_guard_entry *e = g->head.next; e != &g->head; e = e->next)
-            if (e->reading && since(e->since, now) > g->read_timeout)
+            if (e->reading && srv_seconds_between(e->since, now) > g->read_timeout)
                 cut(g, e, now);
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += SWEEP_MS * 1000000L;
-        deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-        deadline.tv_nsec %= 1000000000L;
+        deadline = srv_after_ms(deadline, SWEEP_MS);
         pthread_cond_timedwait(&g->wake, &g->lock, &deadline);
     }
     pthread_mutex_unlock(&g->lock);

@@ -60,13 +60,6 @@ typedef struct exchange {
     srv_guard_entry *guarded; /* the connection's read deadline */
 } exchange;
 
-static double seconds_since(struct timespec t0)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
-}
-
 /* Queues `text` (malloc'd, taken over; NULL means out of memory) as the
  * answer with `status`, and counts it. */
 static enum MHD_Result answer(srv_http *h, struct MHD_Connection *c, const char *endpoint,
@@ -95,10 +88,19 @@ static enum MHD_Result answer(srv_http *h, struct MHD_Connection *c, const char 
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
-    srv_metrics_request(h->metrics, endpoint, status, seconds_since(x->arrival));
+    srv_metrics_request(h->metrics, endpoint, status, srv_seconds_since(x->arrival));
     return ok;
 }
 
+/* A refusal as the contract's JSON, with its kind given. */
+static enum MHD_Result error_kind(srv_http *h, struct MHD_Connection *c, const char *endpoint,
+                                  const exchange *x, int status, const char *kind,
+                                  const char *msg)
+{
+    return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
+}
+
+/* The same, the kind read off the status. */
 static enum MHD_Result error(srv_http *h, struct MHD_Connection *c, const char *endpoint,
                              const exchange *x, int status, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
@@ -117,15 +119,7 @@ static enum MHD_Result error(srv_http *h, struct MHD_Connection *c, const char *
                        : status == 413 ? "body_too_large"
                        : status == 503 ? "overloaded"
                                        : "internal";
-    return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
-}
-
-/* The same with the error kind given. */
-static enum MHD_Result error_kind(srv_http *h, struct MHD_Connection *c, const char *endpoint,
-                                  const exchange *x, int status, const char *kind,
-                                  const char *msg)
-{
-    return answer(h, c, endpoint, x, status, srv_error_json(kind, msg), "application/json");
+    return error_kind(h, c, endpoint, x, status, kind, msg);
 }
 
 /* The request is no longer arriving: queued, refused or gone. */
@@ -176,7 +170,7 @@ static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char
         srv_job_free(job);
         srv_metrics_stopped(h->metrics, stop);
         if (stop == SRV_GONE) {
-            srv_metrics_request(h->metrics, endpoint, 499, seconds_since(x->arrival));
+            srv_metrics_request(h->metrics, endpoint, 499, srv_seconds_since(x->arrival));
             return MHD_NO; /* nobody to answer: close */
         }
         char msg[200];
@@ -369,7 +363,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
              * declared): not read further. libmicrohttpd cannot answer in
              * the middle of a body, so the connection is closed. */
             arrived(h, x);
-            srv_metrics_request(h->metrics, url, 413, seconds_since(x->arrival));
+            srv_metrics_request(h->metrics, url, 413, srv_seconds_since(x->arrival));
             *data_size = 0;
             return MHD_NO;
         } else {
@@ -602,7 +596,7 @@ void srv_http_drain(srv_http *h)
     enum { DRAIN_GRACE_MS = 3000, POLL_MS = 10 };
     int idle_ms = 0, cancelled = 0;
     for (;;) {
-        if (!cancelled && seconds_since(h->stop_began) >= h->s->drain_timeout) {
+        if (!cancelled && srv_seconds_since(h->stop_began) >= h->s->drain_timeout) {
             cancelled = 1;
             if (h->batcher)
                 srv_batcher_cancel_all(h->batcher);
