@@ -160,7 +160,9 @@ static int print_slot(void *ctx, void *state, size_t n)
     cli_line_reset(&c->line);
     for (size_t i = 0; status == 0 && i < n; i++) {
         size_t count;
-        const float *v = pooled(c, s->vectors[i], s->src.seqs[i].len, d, &count);
+        /* The encoder's output covers the ids the model appends too. */
+        size_t len = s->src.seqs[i].len + (size_t)c->cm->cfg->n_source_suffix;
+        const float *v = pooled(c, s->vectors[i], len, d, &count);
         if (!c->binary)
             cli_line_reset(&c->line);
         if ((c->binary && append_u32(&c->line, (uint32_t)count) != 0) ||

@@ -103,6 +103,35 @@ static void print_budget(const tessera_runtime *rt, const cli_options *o)
                              : "half the memory available now, shared by the workers");
 }
 
+static void print_ids(const char *what, const int *ids, int n)
+{
+    printf("; %s", what);
+    for (int i = 0; i < n; i++)
+        printf(" %d", ids[i]);
+}
+
+/* Where the model came from and the config keys of docs/model-format.md's
+ * "Model families" that it sets. */
+static void print_family(const tessera_config *cfg)
+{
+    static const char *const positions[] = {"sinusoid", "sinusoid_halves", "sinusoid_halves_t2t"};
+    printf("model family: %s; positions %s", cfg->family[0] ? cfg->family : "(not said)",
+           positions[cfg->position_encoding]);
+    if (cfg->tie_output_projection)
+        printf("; output projection tied to the target embedding");
+    if (cfg->share_embeddings)
+        printf("; source and target embeddings shared");
+    if (cfg->decoder_start == TESSERA_START_ZEROS)
+        printf("; decoder starts from a zero vector");
+    if (cfg->n_source_suffix > 0)
+        print_ids("source suffix", cfg->source_suffix, cfg->n_source_suffix);
+    if (cfg->n_banned_target_ids > 0) {
+        print_ids("banned target ids", cfg->banned_target_ids, cfg->n_banned_target_ids);
+        printf(cfg->ban_logits ? " (before the softmax)" : " (after the softmax)");
+    }
+    printf("\n");
+}
+
 /* The model's resident size and what one sentence as long as it allows
  * needs: translated greedily and with beam 4 to the longest output, and
  * scored with a target as long. */
@@ -110,10 +139,12 @@ static void print_model(const cli_model *cm)
 {
     const tessera_runtime *rt = cm->runtimes[0];
     const tessera_config *cfg = cm->cfg;
-    size_t len = (size_t)cfg->max_positions;
+    /* The longest source a caller may pass: the model appends its suffix. */
+    size_t len = (size_t)(cfg->max_positions - cfg->n_source_suffix);
     printf("model: %s: %.1f MiB resident (weights, %s)\n", cm->dir,
            mib(tessera_model_weight_bytes(cm->model)),
            tessera_compute_type_name(tessera_model_compute_type(cm->model)));
+    print_family(cfg);
     if (cfg->n_decoder_layers == 0) {
         printf("working memory of one sentence of %zu tokens: encode %.1f MiB\n", len,
                mib(tessera_encode_memory(rt, cm->model, 1, len)));
@@ -128,7 +159,7 @@ static void print_model(const cli_model *cm)
     printf("working memory of one sentence of %zu tokens (max_positions), to %d target tokens: "
            "greedy %.1f MiB, beam 4 %.1f MiB, score %.1f MiB\n",
            len, o.max_len, mib(greedy), mib(beam),
-           mib(tessera_score_memory(rt, cm->model, 1, len, len - 1)));
+           mib(tessera_score_memory(rt, cm->model, 1, len, (size_t)cfg->max_positions - 1)));
 }
 
 int cli_info(int argc, char **argv)

@@ -55,6 +55,8 @@ typedef struct bool_key {
 static const bool_key bool_keys[] = {
     {"norm_first", offsetof(tessera_config, norm_first)},
     {"scale_embedding", offsetof(tessera_config, scale_embedding)},
+    {"tie_output_projection", offsetof(tessera_config, tie_output_projection)},
+    {"share_embeddings", offsetof(tessera_config, share_embeddings)},
 };
 
 /* A key whose value is one of a few names (activation, layer_norm_form). */
@@ -73,6 +75,22 @@ static const named_value layer_norm_forms[] = {
     {"variance", TESSERA_LAYER_NORM_VARIANCE},
     {"std", TESSERA_LAYER_NORM_STD},
     {"std_unbiased", TESSERA_LAYER_NORM_STD_UNBIASED},
+};
+
+static const named_value position_encodings[] = {
+    {"sinusoid", TESSERA_POSITIONS_SINUSOID},
+    {"sinusoid_halves", TESSERA_POSITIONS_SINUSOID_HALVES},
+    {"sinusoid_halves_t2t", TESSERA_POSITIONS_SINUSOID_HALVES_T2T},
+};
+
+static const named_value decoder_starts[] = {
+    {"bos", TESSERA_START_BOS},
+    {"zeros", TESSERA_START_ZEROS},
+};
+
+static const named_value ban_modes[] = {
+    {"log_probs", 0},
+    {"logits", 1},
 };
 
 void tessera_config_defaults(tessera_config *cfg)
@@ -163,6 +181,82 @@ static int read_named(const json_t *root, const char *key, const char *what,
                     tsr_quote(quoted, sizeof quoted, name, '\''), choices);
 }
 
+/* A list of at most `max` ids (source_suffix, banned_target_ids); each is
+ * checked against its vocabulary by tsr_config_validate. */
+static int read_ids(const json_t *root, const char *key, int *ids, int *count, int max, char *err,
+                    size_t err_len)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v)
+        return 0;
+    if (!json_is_array(v))
+        return tsr_fail(err, err_len, "key '%s': expected a list of ids, got %s", key,
+                        tsr_json_kind(v));
+    if (json_array_size(v) > (size_t)max)
+        return tsr_fail(err, err_len, "key '%s': %zu ids, at most %d", key, json_array_size(v),
+                        max);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *id = json_array_get(v, i);
+        if (!json_is_integer(id))
+            return tsr_fail(err, err_len, "key '%s': item %zu is %s, expected an integer id", key,
+                            i + 1, tsr_json_kind(id));
+        json_int_t x = json_integer_value(id);
+        if (x < 0 || x > INT_MAX)
+            return tsr_fail(err, err_len, "key '%s': id %" JSON_INTEGER_FORMAT " is out of range",
+                            key, x);
+        ids[i] = (int)x;
+    }
+    *count = (int)json_array_size(v);
+    return 0;
+}
+
+static int read_family(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(root, "family");
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return tsr_fail(err, err_len, "key 'family': expected a string, got %s",
+                        tsr_json_kind(v));
+    const char *name = json_string_value(v);
+    size_t len = strlen(name);
+    int plain = len > 0 && len < sizeof cfg->family;
+    for (size_t i = 0; plain && i < len; i++)
+        plain = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+                name[i] == '-' || name[i] == '_' || name[i] == '.';
+    if (!plain) {
+        char quoted[TSR_QUOTE_LEN];
+        return tsr_fail(err, err_len,
+                        "key 'family': '%s' is not 1 to %zu of a-z, 0-9, '-', '_', '.'",
+                        tsr_quote(quoted, sizeof quoted, name, '\''), sizeof cfg->family - 1);
+    }
+    memcpy(cfg->family, name, len + 1);
+    return 0;
+}
+
+/* The keys model families add (docs/model-format.md: "Model families"). */
+static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    int named[3] = {(int)cfg->position_encoding, (int)cfg->decoder_start, cfg->ban_logits};
+    if (read_named(root, "position_encoding", "encoding", position_encodings,
+                   sizeof position_encodings / sizeof position_encodings[0], &named[0], err,
+                   err_len) ||
+        read_named(root, "decoder_start", "start", decoder_starts,
+                   sizeof decoder_starts / sizeof decoder_starts[0], &named[1], err, err_len) ||
+        read_named(root, "banned_target_ids_mode", "mode", ban_modes,
+                   sizeof ban_modes / sizeof ban_modes[0], &named[2], err, err_len) ||
+        read_ids(root, "source_suffix", cfg->source_suffix, &cfg->n_source_suffix,
+                 TESSERA_SOURCE_SUFFIX_MAX, err, err_len) ||
+        read_ids(root, "banned_target_ids", cfg->banned_target_ids, &cfg->n_banned_target_ids,
+                 TESSERA_BANNED_IDS_MAX, err, err_len) ||
+        read_family(root, cfg, err, err_len))
+        return -1;
+    cfg->position_encoding = (tessera_position_encoding)named[0];
+    cfg->decoder_start = (tessera_decoder_start)named[1];
+    cfg->ban_logits = named[2];
+    return 0;
+}
+
 static int read_eps(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
 {
     const json_t *v = json_object_get(root, "layer_norm_eps");
@@ -205,7 +299,8 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
              read_named(root, "layer_norm_form", "form", layer_norm_forms,
                         sizeof layer_norm_forms / sizeof layer_norm_forms[0], &named[1], err,
                         err_len) ||
-             read_eps(root, cfg, err, err_len) != 0) {
+             read_eps(root, cfg, err, err_len) != 0 ||
+             read_family_keys(root, cfg, err, err_len) != 0) {
         rc = -1;
     } else {
         cfg->activation = (tessera_activation)named[0];
@@ -299,6 +394,63 @@ static int check_matrix(const char *key, int rows, int cols, char *err, size_t e
     return 0;
 }
 
+static int check_ids(const char *key, const int *ids, int n, int max, int vocab,
+                     const char *vocab_key, char *err, size_t err_len)
+{
+    if (n < 0 || n > max)
+        return tsr_fail(err, err_len, "key '%s': %d ids, at most %d", key, n, max);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return tsr_fail(err, err_len, "key '%s': id %d is out of range [0, %d) (%s)", key,
+                            ids[i], vocab, vocab_key);
+    return 0;
+}
+
+static int validate_family_keys(const tessera_config *c, int has_decoder, char *err,
+                                size_t err_len)
+{
+    if (c->position_encoding != TESSERA_POSITIONS_SINUSOID &&
+        c->position_encoding != TESSERA_POSITIONS_SINUSOID_HALVES &&
+        c->position_encoding != TESSERA_POSITIONS_SINUSOID_HALVES_T2T)
+        return tsr_fail(err, err_len, "key 'position_encoding': unknown encoding %d",
+                        (int)c->position_encoding);
+    /* Halves pair column i with column d/2 + i; the t2t frequencies divide
+     * by d/2 - 1. */
+    if (c->position_encoding != TESSERA_POSITIONS_SINUSOID &&
+        (c->d_model % 2 != 0 ||
+         (c->position_encoding == TESSERA_POSITIONS_SINUSOID_HALVES_T2T && c->d_model < 4)))
+        return tsr_fail(err, err_len, "key 'position_encoding': needs an even d_model%s, got %d",
+                        c->position_encoding == TESSERA_POSITIONS_SINUSOID_HALVES_T2T ? " >= 4" : "",
+                        c->d_model);
+    if (c->decoder_start != TESSERA_START_BOS && c->decoder_start != TESSERA_START_ZEROS)
+        return tsr_fail(err, err_len, "key 'decoder_start': unknown start %d",
+                        (int)c->decoder_start);
+    if (check_ids("source_suffix", c->source_suffix, c->n_source_suffix,
+                  TESSERA_SOURCE_SUFFIX_MAX, c->src_vocab_size, "src_vocab_size", err, err_len))
+        return -1;
+    if (memchr(c->family, '\0', sizeof c->family) == NULL)
+        return tsr_fail(err, err_len, "key 'family': not a terminated string");
+    if (!has_decoder) {
+        if (c->tie_output_projection || c->share_embeddings || c->n_banned_target_ids)
+            return tsr_fail(err, err_len, "key '%s': an encoder alone has no target side",
+                            c->tie_output_projection ? "tie_output_projection"
+                            : c->share_embeddings    ? "share_embeddings"
+                                                     : "banned_target_ids");
+        return 0;
+    }
+    if (c->share_embeddings && c->src_vocab_size != c->tgt_vocab_size)
+        return tsr_fail(err, err_len,
+                        "key 'share_embeddings': the vocabularies differ (%d source, %d target)",
+                        c->src_vocab_size, c->tgt_vocab_size);
+    if (check_ids("banned_target_ids", c->banned_target_ids, c->n_banned_target_ids,
+                  TESSERA_BANNED_IDS_MAX, c->tgt_vocab_size, "tgt_vocab_size", err, err_len))
+        return -1;
+    for (int i = 0; i < c->n_banned_target_ids; i++)
+        if (c->banned_target_ids[i] == c->eos_id)
+            return tsr_fail(err, err_len, "key 'banned_target_ids': bans eos_id (%d)", c->eos_id);
+    return 0;
+}
+
 int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
 {
     tessera_config c = *cfg;
@@ -363,5 +515,5 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
     if (!(c.layer_norm_eps > 0) || !isfinite(c.layer_norm_eps))
         return tsr_fail(err, err_len, "key 'layer_norm_eps': %g is not a positive finite float",
                         (double)c.layer_norm_eps);
-    return 0;
+    return validate_family_keys(&c, has_decoder, err, err_len);
 }

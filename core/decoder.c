@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/alignment.h"
+#include "core/embedding.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
@@ -292,8 +293,8 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
 #pragma omp for schedule(static)
         for (long li = 0; li < (long)n; li++) {
             size_t i = (size_t)li, row = dec->row0[i], pos = dec->cache.len[seqs[i].slot];
-            dec->ex->ks->embed(tokens + row, seqs[i].n_new, m->tgt_emb, d, m->emb_scale,
-                              m->positions + pos * d, dec->x.p + row * d, d);
+            tsr_embed_tokens(m, dec->ex->ks, TSR_TARGET, tokens + row, seqs[i].n_new, pos,
+                             dec->x.p + row * d, d);
         }
         for (int l = 0; l < m->cfg.n_decoder_layers; l++)
             decoder_layer(dec, (size_t)l, seqs, n, rows);

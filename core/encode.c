@@ -7,6 +7,7 @@
 #include "core/decode.h"
 #include "core/encoder.h"
 #include "core/errors.h"
+#include "core/sources.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
 #include "core/batching.h"
@@ -103,6 +104,7 @@ size_t tessera_encode_memory(const tessera_runtime *rt, const tessera_model *m, 
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
+    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, 1));
     return tsr_plan_add(own, batch_plan(&ex, NULL, &b));
@@ -122,18 +124,25 @@ int tessera_encode_with(tessera_runtime *rt, const tessera_model *m, const tesse
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
-    TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
-                             0, err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, "sentence", err, err_len));
+    /* The suffix's vectors are the encoder's output too: each sentence has
+     * len + n_source_suffix of them. */
+    const tessera_tokens *view;
+    tessera_tokens *owned;
+    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
     float **vectors = tsr_calloc(n + 1, sizeof *vectors);
-    if (!vectors)
-        return tsr_fail_oom(err, err_len, "out of memory for %zu encodings", n);
-    for (size_t i = 0; i < n; i++)
-        if (!(vectors[i] = tsr_malloc(src[i].len * m->d * sizeof(float)))) {
+    for (size_t i = 0; vectors && i < n; i++)
+        if (!(vectors[i] = tsr_malloc(view[i].len * m->d * sizeof(float)))) {
             tessera_encodings_free(vectors, n);
-            return tsr_fail_oom(err, err_len, "out of memory for %zu encodings", n);
+            vectors = NULL;
         }
-    encode_job job = {src, n, o, vectors};
+    if (!vectors) {
+        tsr_free(owned);
+        return tsr_fail_oom(err, err_len, "out of memory for %zu encodings", n);
+    }
+    encode_job job = {view, n, o, vectors};
     int rc = tsr_runtime_run(rt, m, encode_all, &job, err, err_len);
+    tsr_free(owned);
     if (rc != 0) {
         tessera_encodings_free(vectors, n);
         return rc;

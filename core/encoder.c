@@ -5,6 +5,7 @@
  * attention is per sentence. */
 #include "core/encoder.h"
 
+#include "core/embedding.h"
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
@@ -87,8 +88,8 @@ int tsr_encode(const tsr_exec *ex, const tessera_tokens *src, const tsr_packing 
     {
 #pragma omp for schedule(static)
         for (long s = 0; s < (long)p->n; s++)
-            ex->ks->embed(src[s].ids, src[s].len, m->src_emb, d, m->emb_scale, m->positions,
-                              memory + p->row0[s] * d, d);
+            tsr_embed_tokens(m, ex->ks, TSR_SOURCE, src[s].ids, src[s].len, 0,
+                             memory + p->row0[s] * d, d);
         for (int i = 0; i < m->cfg.n_encoder_layers; i++)
             encoder_layer(ex, &m->enc[i], p, memory, &wk);
         if (m->enc_norm.gamma)

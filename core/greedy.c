@@ -59,7 +59,7 @@ static int32_t choose(const tsr_exec *ex, greedy_state *g, size_t limit, size_t 
     if (g->rules.active)
         tsr_rules_apply(&g->rules, row, g->ids + s * limit, len);
     if (g->sampling) {
-        tsr_head_log_softmax(ex, row);
+        tsr_head_log_softmax(ex, row, 1);
         double u = tsr_sample_uniform(g->key[s], g->draws[s]++);
         int32_t tok = tsr_sample(&g->sampler, row, V, u, scratch);
         if (tok >= 0)

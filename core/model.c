@@ -37,6 +37,7 @@ typedef struct load_job {
     tsr_packed_linear *parts[2]; /* laid out: n, k, bias, type, panels set */
     size_t part_row0[2];
     int n_parts;
+    float *copy_to; /* a tied table kept as floats too: the fetched values, copied */
     int rc;
     char err[512];
 } load_job;
@@ -49,6 +50,7 @@ typedef struct builder {
     size_t largest;       /* checking: the values of the largest tensor */
     size_t n_jobs;        /* checking: counted; layout: queued */
     load_job *jobs;       /* layout: [n_jobs of the checking pass] */
+    float *tied_table;    /* layout: the float target embedding the tied generator's job fills */
     char *err;
     size_t err_len;
 } builder;
@@ -176,17 +178,30 @@ static int fetch_weight(builder *b, const char *name, size_t n, size_t k)
     return 0;
 }
 
+/* Packs `weight` [n][k] with the bias `bias_name` [n] into a layer; an
+ * optional bias may be absent (no bias). */
+static int fetch_weight_bias(builder *b, const char *weight, const char *bias_name,
+                             int bias_optional, size_t n, size_t k, tsr_packed_linear *lin)
+{
+    size_t bshape[1] = {n};
+    float *bias;
+    int rc = fetch_plain(b, bias_name, bshape, 1, bias_optional, 0, &bias);
+    if (rc < 0)
+        return rc;
+    TSR_TRY(fetch_weight(b, weight, n, k));
+    TSR_TRY(pack_rows(b, weight, 0, n, k, bias, lin));
+    if (!b->checking && b->tied_table && lin == &b->m->generator)
+        b->jobs[b->n_jobs - 1].copy_to = b->tied_table;
+    return 0;
+}
+
 /* Fetches PREFIX.weight [n][k] and PREFIX.bias [n] into a packed layer. */
 static int fetch_linear(builder *b, const char *prefix, size_t n, size_t k, tsr_packed_linear *lin)
 {
-    char name[256];
-    size_t bshape[1] = {n};
-    float *bias;
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    TSR_TRY(fetch_plain(b, name, bshape, 1, 0, 0, &bias));
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    TSR_TRY(fetch_weight(b, name, n, k));
-    return pack_rows(b, name, 0, n, k, bias, lin);
+    char weight[272], bias[272]; /* a prefix of up to 255 and its suffix */
+    snprintf(weight, sizeof weight, "%s.weight", prefix);
+    snprintf(bias, sizeof bias, "%s.bias", prefix);
+    return fetch_weight_bias(b, weight, bias, 0, n, k, lin);
 }
 
 /* in_proj of nn.MultiheadAttention: [3d][d] weight, [3d] bias. */
@@ -284,19 +299,53 @@ static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
     return fetch_norm(b, name, 0, &l->norm3);
 }
 
-/* PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same angle), computed in
- * double and rounded once. */
-static void sinusoid(float *pe, size_t max_positions, size_t d)
+/* The sinusoid of config key position_encoding (docs/model-format.md), in
+ * double and rounded once: each column is sin or cos of p x its pair's
+ * frequency. Interleaved (Vaswani et al.): columns 2i, 2i+1 at
+ * 10000^(-2i/d). Halves: columns i and d/2 + i at 10000^(-2i/d)
+ * (transformers' MarianMT) or exp(-i ln(10000) / (d/2 - 1)) (Marian C++,
+ * tensor2tensor). */
+static void sinusoid(float *pe, size_t max_positions, size_t d, tessera_position_encoding form)
 {
+    size_t half = d / 2;
     /* Column by column: one pow per column, not per value. */
     for (size_t j = 0; j < d; j++) {
-        size_t two_i = j & ~(size_t)1;
-        double wavelength = pow(10000.0, (double)two_i / (double)d);
+        double frequency;
+        int is_cos;
+        if (form == TESSERA_POSITIONS_SINUSOID) {
+            frequency = 1.0 / pow(10000.0, (double)(j & ~(size_t)1) / (double)d);
+            is_cos = (int)(j & 1);
+        } else {
+            size_t i = j < half ? j : j - half;
+            frequency = form == TESSERA_POSITIONS_SINUSOID_HALVES
+                            ? 1.0 / pow(10000.0, (double)(2 * i) / (double)d)
+                            : exp(-(double)i * log(10000.0) / ((double)half - 1.0));
+            is_cos = j >= half;
+        }
         for (size_t p = 0; p < max_positions; p++) {
-            double angle = (double)p / wavelength;
-            pe[p * d + j] = (float)((j & 1) ? cos(angle) : sin(angle));
+            double angle = (double)p * frequency;
+            pe[p * d + j] = (float)(is_cos ? cos(angle) : sin(angle));
         }
     }
+}
+
+/* The float target embedding beside a tied generator packed as bf16 or
+ * int8: checked as a plain tensor (so an I8 table is refused by name), but
+ * filled by the generator's job from the one fetch of the tensor (a source
+ * read in order, the random one, gives a tensor once). */
+static int tied_table(builder *b, const size_t *shape)
+{
+    tessera_model *m = b->m;
+    const char *name = "tgt_tok_emb.embedding.weight";
+    if (b->checking) {
+        float *unused;
+        return fetch_plain(b, name, shape, 2, 0, 0, &unused);
+    }
+    m->tgt_emb = model_alloc(m, shape[0] * shape[1]);
+    if (!m->tgt_emb)
+        return out_of_memory(b, name);
+    b->tied_table = m->tgt_emb;
+    return 0;
 }
 
 static int fetch_embeddings(builder *b)
@@ -306,9 +355,17 @@ static int fetch_embeddings(builder *b)
     size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     size_t pos_shape[3] = {P, 1, d};
-    TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
-    if (m->cfg.n_decoder_layers > 0)
+    /* share_embeddings: the source reads the target's table. A tied output
+     * projection in f32 is the table itself, held once: the target rows are
+     * read from the generator's panels (in bf16 or int8 the panels hold
+     * other values, so the float table stays beside them). */
+    if (!m->cfg.share_embeddings)
+        TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
+    if (m->cfg.n_decoder_layers > 0 && !m->cfg.tie_output_projection)
         TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, 0, &m->tgt_emb));
+    if (m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection &&
+        m->weight_type != TSR_WEIGHTS_F32)
+        TSR_TRY(tied_table(b, tgt_shape));
     int rc = fetch_plain(b, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
                          &m->positions);
     if (rc != 1 || b->checking)
@@ -317,7 +374,7 @@ static int fetch_embeddings(builder *b)
     m->positions = model_alloc(m, P * d);
     if (!m->positions)
         return out_of_memory(b, "positional_encoding.pos_embedding");
-    sinusoid(m->positions, P, d);
+    sinusoid(m->positions, P, d, m->cfg.position_encoding);
     return 0;
 }
 
@@ -492,7 +549,12 @@ static int build_all(builder *b)
     if (n_dec == 0)
         return 0; /* an encoder alone: no decoder norm, no generator */
     TSR_TRY(fetch_norm(b, "transformer.decoder.norm", 1, &m->dec_norm));
-    return fetch_linear(b, "generator", (size_t)m->cfg.tgt_vocab_size, m->d, &m->generator);
+    /* The output bias is optional: tied families often have none. */
+    return fetch_weight_bias(b,
+                             m->cfg.tie_output_projection ? "tgt_tok_emb.embedding.weight"
+                                                          : "generator.weight",
+                             "generator.bias", 1, (size_t)m->cfg.tgt_vocab_size, m->d,
+                             &m->generator);
 }
 
 /* Where a job fetches a weight before packing it: room for the largest
@@ -531,6 +593,8 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     job->rc = rc;
     if (rc != 0)
         return;
+    if (job->copy_to) /* staged as floats: the checking pass refused an I8 table */
+        memcpy(job->copy_to, st->values, n * k * sizeof *job->copy_to);
     for (int i = 0; i < job->n_parts; i++) {
         tsr_packed_linear *lin = job->parts[i];
         size_t row0 = job->part_row0[i];

@@ -51,8 +51,11 @@ struct tessera_model {
     float emb_scale;
     size_t d, d_head, n_heads;
 
-    float *src_emb;   /* [src_vocab][d] */
-    float *tgt_emb;   /* [tgt_vocab][d] */
+    /* Read through tsr_embed_tokens (core/embedding.h), which knows where
+     * each side's rows are: */
+    float *src_emb;   /* [src_vocab][d]; NULL when shared with the target's */
+    float *tgt_emb;   /* [tgt_vocab][d]; NULL when it is the generator's f32
+                         panels (a tied output projection held once) */
     float *positions; /* [max_positions][d]: the file's table or the sinusoid */
     tsr_encoder_layer *enc;
     tsr_decoder_layer *dec;

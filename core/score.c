@@ -7,6 +7,7 @@
 
 #include "core/decode.h"
 #include "core/errors.h"
+#include "core/sources.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
 #include "core/batching.h"
@@ -186,6 +187,7 @@ size_t tessera_score_memory(const tessera_runtime *rt, const tessera_model *m, s
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
+    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len,
                          .tgt_rows = tsr_plan_mul(n, tgt_len + 1), .longest_tgt = tgt_len + 1};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, 1));
@@ -208,8 +210,7 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
-    TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "source", 1, 0,
-                             err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, "source", err, err_len));
     TSR_TRY(tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions, "target", 1, 1,
                              err, err_len));
     for (size_t i = 0; i < n; i++)
@@ -217,16 +218,22 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
             return tsr_fail(err, err_len,
                             "target %zu: %zu tokens: BOS + target is longer than max_positions (%d)",
                             i + 1, tgt[i].len, m->cfg.max_positions);
+    const tessera_tokens *view;
+    tessera_tokens *owned;
+    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
     float **scores = tsr_calloc(n + 1, sizeof *scores);
-    if (!scores)
-        return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; scores && i < n; i++)
         if (!(scores[i] = tsr_malloc((tgt[i].len + 1) * sizeof(float)))) {
             tessera_scores_free(scores, n);
-            return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
+            scores = NULL;
         }
-    score_job job = {src, tgt, n, o, scores};
+    if (!scores) {
+        tsr_free(owned);
+        return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
+    }
+    score_job job = {view, tgt, n, o, scores};
     int rc = tsr_runtime_run(rt, m, score_all, &job, err, err_len);
+    tsr_free(owned);
     if (rc != 0) {
         tessera_scores_free(scores, n);
         return rc;

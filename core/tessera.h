@@ -71,6 +71,24 @@ typedef enum tessera_layer_norm_form {
     TESSERA_LAYER_NORM_STD_UNBIASED = 2, /* / (std + eps), N - 1 std: Annotated Transformer */
 } tessera_layer_norm_form;
 
+/* The position table when the file holds none (config key position_encoding;
+ * docs/model-format.md): every form is sin and cos of p x a frequency per pair. */
+typedef enum tessera_position_encoding {
+    TESSERA_POSITIONS_SINUSOID = 0,           /* Vaswani et al.: sin, cos interleaved */
+    TESSERA_POSITIONS_SINUSOID_HALVES = 1,    /* sin | cos halves, 10000^(-2i/d): transformers */
+    TESSERA_POSITIONS_SINUSOID_HALVES_T2T = 2 /* sin | cos halves, 10000^(-i/(d/2-1)): Marian */
+} tessera_position_encoding;
+
+/* The decoder's first input (config key decoder_start). */
+typedef enum tessera_decoder_start {
+    TESSERA_START_BOS = 0,  /* bos_id's embedding */
+    TESSERA_START_ZEROS = 1 /* a zero vector (Marian): the position alone */
+} tessera_decoder_start;
+
+/* Most ids config.json's source_suffix and banned_target_ids may list. */
+#define TESSERA_SOURCE_SUFFIX_MAX 4
+#define TESSERA_BANNED_IDS_MAX 16
+
 /* Largest max_positions accepted: 64Ki positions, past any translation
  * model's, and a sinusoid table (max_positions x d_model floats, made when
  * the model loads) of at most 256 MiB at d_model 1024. */
@@ -87,7 +105,19 @@ typedef struct tessera_config {
     float layer_norm_eps;
     int scale_embedding; /* multiply token embeddings by sqrt(d_model) */
     int bos_id, eos_id, pad_id, unk_id;
-    tessera_layer_norm_form layer_norm_form; /* last: older callers' layouts stay valid */
+    tessera_layer_norm_form layer_norm_form;
+    /* The keys model families add (docs/model-format.md), after the first
+     * ones so that older callers' layouts stay valid: */
+    tessera_position_encoding position_encoding;
+    int tie_output_projection; /* the generator's weight is the target embedding */
+    int share_embeddings;      /* the source embedding is the target embedding */
+    tessera_decoder_start decoder_start;
+    int source_suffix[TESSERA_SOURCE_SUFFIX_MAX]; /* appended to every source */
+    int n_source_suffix;
+    int banned_target_ids[TESSERA_BANNED_IDS_MAX]; /* never output by translate */
+    int n_banned_target_ids;
+    int ban_logits; /* 1: out of the softmax (score too); 0: masked after it */
+    char family[32]; /* where the model came from ("marian", ...), "" when unsaid */
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes
@@ -422,9 +452,10 @@ typedef struct tessera_encode_options {
 void tessera_encode_options_init(tessera_encode_options *options);
 
 /* The encoder alone on `runtime` (encoder-only use): out[i] receives
- * src[i].len x d_model floats, the encoder's output for each token of
- * sentence i (after the final encoder norm when the model has one), row by
- * row. On success *out is an array of n arrays, released with
+ * (src[i].len + n_source_suffix) x d_model floats, the encoder's output for
+ * each token of sentence i and then for each id the model appends to it
+ * (config key source_suffix; none unless the model says), after the final
+ * encoder norm when the model has one, row by row. On success *out is an array of n arrays, released with
  * tessera_encodings_free. Results do not depend on the batch or the
  * runtime. */
 int tessera_encode_with(tessera_runtime *runtime, const tessera_model *model,

@@ -6,6 +6,7 @@
 #include "core/decode.h"
 #include "core/encoder.h"
 #include "core/errors.h"
+#include "core/sources.h"
 #include "core/memory.h"
 #include "core/memory_plan.h"
 #include "core/batching.h"
@@ -274,6 +275,7 @@ size_t tessera_translate_memory(const tessera_runtime *rt, const tessera_model *
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
+    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, o->batch_tokens > 0));
     return tsr_plan_add(own, batch_plan(&ex, o, &b));
@@ -291,16 +293,21 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
                         !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
     TSR_TRY(check_options(m, o, err, err_len));
-    TSR_TRY(tsr_check_tokens(src, n, m->cfg.src_vocab_size, m->cfg.max_positions, "sentence", 1,
-                             0, err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, "sentence", err, err_len));
     if (o->target_prefix)
         TSR_TRY(check_prefixes(m, o, n, err, err_len));
+    const tessera_tokens *view;
+    tessera_tokens *owned;
+    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
     size_t per = (size_t)o->n_best;
     tessera_hypothesis *h = tsr_calloc(n * per + 1, sizeof *h);
-    if (!h)
+    if (!h) {
+        tsr_free(owned);
         return tsr_fail_oom(err, err_len, "out of memory for %zu hypotheses", n * per);
-    translate_job job = {src, n, o, h};
+    }
+    translate_job job = {view, n, o, h};
     int rc = tsr_runtime_run(rt, m, translate_all, &job, err, err_len);
+    tsr_free(owned);
     if (rc != 0) {
         tessera_hypotheses_free(h, n * per);
         return rc;

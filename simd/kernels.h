@@ -182,9 +182,18 @@ typedef struct tsr_kernels {
 
     /* out[i] = table[ids[i]] * scale + pos[i] for i < count rows of d
      * elements; pos is `count` consecutive rows of the position table (or NULL
-     * for none). ids must already be validated against the table size. */
+     * for none). ids must already be validated against the table size. An
+     * element is read before its own output is written and never after, so
+     * out may be the table row itself (count 1, in place). */
     void (*embed)(const int32_t *ids, size_t count, const float *table, size_t d, float scale,
                   const float *pos, float *out, size_t ldo);
+    /* embed, the table being the rows of a linear layer's f32 weights as
+     * packed (a tied output projection read as the target embedding: one
+     * copy in memory); the same bits as embed on the unpacked [n][k]
+     * weights, d = w->k. */
+    void (*embed_packed)(const struct tsr_kernels *ks, const tsr_packed_linear *w,
+                         const int32_t *ids, size_t count, float scale, const float *pos,
+                         float *out, size_t ldo);
 
     /* Widening at load. src may be unaligned (it points into a mapped file). */
     void (*f16_to_f32)(const void *src, size_t n, float *dst);

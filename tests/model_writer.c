@@ -468,6 +468,55 @@ static const char *layer_norm_form_name(tessera_layer_norm_form f)
     }
 }
 
+/* text + ", \"key\": value" before its closing brace. */
+static char *append_key(char *text, const char *key, const char *value)
+{
+    char *end = strrchr(text, '}'), *out = NULL;
+    cr_assert(end != NULL);
+    *end = '\0';
+    cr_assert_geq(asprintf(&out, "%s,  \"%s\": %s\n}\n", text, key, value), 0);
+    free(text);
+    return out;
+}
+
+static char *id_list(const int *ids, int n)
+{
+    char buf[256] = "[";
+    for (int i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%d", i ? ", " : "", ids[i]);
+    strcat(buf, "]");
+    return strdup(buf);
+}
+
+/* The keys of docs/model-format.md's model families, each only when it is not
+ * its default (so the files of older tests stay as they were). */
+static char *with_family_keys(char *text, const tessera_config *c)
+{
+    static const char *const positions[] = {"\"sinusoid\"", "\"sinusoid_halves\"",
+                                            "\"sinusoid_halves_t2t\""};
+    if (c->position_encoding != TESSERA_POSITIONS_SINUSOID)
+        text = append_key(text, "position_encoding", positions[c->position_encoding]);
+    if (c->tie_output_projection)
+        text = append_key(text, "tie_output_projection", "true");
+    if (c->share_embeddings)
+        text = append_key(text, "share_embeddings", "true");
+    if (c->decoder_start == TESSERA_START_ZEROS)
+        text = append_key(text, "decoder_start", "\"zeros\"");
+    if (c->n_source_suffix > 0) {
+        char *ids = id_list(c->source_suffix, c->n_source_suffix);
+        text = append_key(text, "source_suffix", ids);
+        free(ids);
+    }
+    if (c->n_banned_target_ids > 0) {
+        char *ids = id_list(c->banned_target_ids, c->n_banned_target_ids);
+        text = append_key(text, "banned_target_ids", ids);
+        free(ids);
+        text = append_key(text, "banned_target_ids_mode",
+                          c->ban_logits ? "\"logits\"" : "\"log_probs\"");
+    }
+    return text;
+}
+
 char *mw_config_json(const tessera_config *c)
 {
     char *text = NULL;
@@ -498,7 +547,7 @@ char *mw_config_json(const tessera_config *c)
                      c->scale_embedding ? "true" : "false", c->bos_id,
                      c->eos_id, c->pad_id, c->unk_id);
     cr_assert_geq(n, 0);
-    return text;
+    return with_family_keys(text, c);
 }
 
 char *mw_path(const char *dir, const char *file)

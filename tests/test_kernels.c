@@ -239,7 +239,8 @@ ParameterizedTest(set_param *p, kernels, table)
               ks->ffn_block_rows);
     cr_assert(ks->pack_bytes && ks->pack_linear && ks->linear && ks->ffn && ks->attention &&
                   ks->add_layernorm && ks->activate && ks->log_softmax && ks->logsumexp &&
-                  ks->argmax && ks->embed && ks->f16_to_f32 && ks->bf16_to_f32,
+                  ks->argmax && ks->embed && ks->embed_packed && ks->f16_to_f32 &&
+                  ks->bf16_to_f32,
               "[%s] table has an empty entry", set);
     cr_assert(ks->pack_bytes(ks, TSR_WEIGHTS_F32, 7, 5) >= 35 * sizeof(float),
               "[%s] pack_bytes(f32, 7, 5) = %zu < 35 floats", set,
@@ -1412,6 +1413,60 @@ ParameterizedTest(set_param *p, kernels, embed)
         buffer_free(&table);
         buffer_free(&pos);
         buffer_free(&out);
+    }
+}
+
+/* A tied output projection's rows read as the embedding (embed_packed):
+ * bit for bit what embed gives on the unpacked table, which the test above
+ * holds to the reference. */
+ParameterizedTestParameters(kernels, embed_packed)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, embed_packed)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_set_names[p->index];
+
+    for (size_t si = 0; si < sizeof embed_shapes / sizeof *embed_shapes; si++) {
+        const embed_shape *s = &embed_shapes[si];
+        size_t pad = layout_pad(si);
+        ref_rng rng;
+        ref_rng_seed(&rng, 8500 + si);
+        buffer table = buffer_new(s->vocab, s->d, s->d, 0);
+        buffer pos = buffer_new(s->count, s->d, s->d, 0);
+        buffer want = buffer_new(s->count, s->d, s->d + pad, 0);
+        buffer got = buffer_new(s->count, s->d, s->d + pad, 0);
+        buffer_fill(&table, &rng, -1, 1);
+        buffer_fill(&pos, &rng, -1, 1);
+        int32_t *ids = malloc(s->count * sizeof *ids);
+        void *panels = aligned_alloc(64, (ks->pack_bytes(ks, TSR_WEIGHTS_F32, s->vocab, s->d) + 63) /
+                                             64 * 64);
+        cr_assert(ids && panels, "out of memory");
+        for (size_t i = 0; i < s->count; i++)
+            ids[i] = (int32_t)(ref_rng_u32(&rng) % s->vocab);
+        ids[s->count - 1] = (int32_t)(s->vocab - 1);
+        ks->pack_linear(ks, TSR_WEIGHTS_F32, table.p, s->vocab, s->d, panels);
+        tsr_packed_linear w = {.n = s->vocab, .k = s->d, .panels = panels,
+                               .type = TSR_WEIGHTS_F32};
+        const float *pos_rows = s->with_pos ? pos.p : NULL;
+        ks->embed(ids, s->count, table.p, s->d, s->scale, pos_rows, want.p, want.ld);
+        ks->embed_packed(ks, &w, ids, s->count, s->scale, pos_rows, got.p, got.ld);
+        for (size_t i = 0; i < s->count; i++)
+            for (size_t c = 0; c < s->d; c++)
+                cr_assert(bits_of(got.p[i * got.ld + c]) == bits_of(want.p[i * want.ld + c]),
+                          "[%s] embed_packed count=%zu d=%zu vocab=%zu: row %zu column %zu is "
+                          "%.9g, embed gives %.9g",
+                          set, s->count, s->d, s->vocab, i, c, (double)got.p[i * got.ld + c],
+                          (double)want.p[i * want.ld + c]);
+        expect_untouched_outside(&got, 0, s->d, set, "embed_packed", "");
+        free(ids);
+        free(panels);
+        buffer_free(&table);
+        buffer_free(&pos);
+        buffer_free(&want);
+        buffer_free(&got);
     }
 }
 

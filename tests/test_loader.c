@@ -707,6 +707,87 @@ Test(config, every_key_is_read)
     }
 }
 
+/* The keys model families add (docs/model-format.md). */
+Test(config, family_keys_are_read)
+{
+    tessera_config cfg;
+    char *json = config_with("src_vocab_size", "1200", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.position_encoding, TESSERA_POSITIONS_SINUSOID);
+    cr_expect_eq(cfg.tie_output_projection + cfg.share_embeddings + cfg.n_source_suffix +
+                     cfg.n_banned_target_ids + cfg.ban_logits, 0);
+    cr_expect_eq(cfg.decoder_start, TESSERA_START_BOS);
+    cr_expect_str_empty(cfg.family);
+
+    json = config_with("src_vocab_size", "1200", "position_encoding", "\"sinusoid_halves_t2t\"",
+                       "tie_output_projection", "true", "share_embeddings", "true",
+                       "decoder_start", "\"zeros\"", "source_suffix", "[0, 1199]",
+                       "banned_target_ids", "[1, 7, 1199]", "banned_target_ids_mode",
+                       "\"logits\"", "family", "\"marian\"", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.position_encoding, TESSERA_POSITIONS_SINUSOID_HALVES_T2T);
+    cr_expect_eq(cfg.tie_output_projection, 1);
+    cr_expect_eq(cfg.share_embeddings, 1);
+    cr_expect_eq(cfg.decoder_start, TESSERA_START_ZEROS);
+    cr_expect_eq(cfg.n_source_suffix, 2);
+    cr_expect_eq(cfg.source_suffix[1], 1199);
+    cr_expect_eq(cfg.n_banned_target_ids, 3);
+    cr_expect_eq(cfg.banned_target_ids[2], 1199);
+    cr_expect_eq(cfg.ban_logits, 1);
+    cr_expect_str_eq(cfg.family, "marian");
+
+    json = config_with("position_encoding", "\"sinusoid_halves\"", "banned_target_ids_mode",
+                       "\"log_probs\"", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.position_encoding, TESSERA_POSITIONS_SINUSOID_HALVES);
+    cr_expect_eq(cfg.ban_logits, 0);
+}
+
+Test(config, family_keys_are_checked)
+{
+    parse_fails(config_with("position_encoding", "\"rotary\"", NULL),
+                "key 'position_encoding': unknown encoding 'rotary' (sinusoid, sinusoid_halves, "
+                "sinusoid_halves_t2t)", NULL);
+    parse_fails(config_with("position_encoding", "\"sinusoid_halves\"", "d_model", "9",
+                            "n_heads", "3", NULL),
+                "key 'position_encoding': needs an even d_model, got 9", NULL);
+    parse_fails(config_with("position_encoding", "\"sinusoid_halves_t2t\"", "d_model", "2",
+                            "n_heads", "1", NULL),
+                "key 'position_encoding': needs an even d_model >= 4, got 2", NULL);
+    parse_fails(config_with("tie_output_projection", "1", NULL), "key 'tie_output_projection'",
+                "expected true or false");
+    parse_fails(config_with("share_embeddings", "true", NULL),
+                "key 'share_embeddings': the vocabularies differ (1000 source, 1200 target)", NULL);
+    parse_fails(config_with("decoder_start", "\"eos\"", NULL),
+                "key 'decoder_start': unknown start 'eos' (bos, zeros)", NULL);
+    parse_fails(config_with("source_suffix", "0", NULL), "key 'source_suffix'",
+                "expected a list of ids");
+    parse_fails(config_with("source_suffix", "[1000]", NULL),
+                "key 'source_suffix': id 1000 is out of range [0, 1000) (src_vocab_size)", NULL);
+    parse_fails(config_with("source_suffix", "[1, 2, 3, 4, 5]", NULL),
+                "key 'source_suffix': 5 ids, at most 4", NULL);
+    parse_fails(config_with("source_suffix", "[1, \"x\"]", NULL),
+                "key 'source_suffix': item 2 is a string", NULL);
+    parse_fails(config_with("source_suffix", "[-1]", NULL),
+                "key 'source_suffix': id -1 is out of range", NULL);
+    parse_fails(config_with("banned_target_ids", "[1200]", NULL),
+                "key 'banned_target_ids': id 1200 is out of range [0, 1200) (tgt_vocab_size)",
+                NULL);
+    parse_fails(config_with("banned_target_ids", "[3]", NULL),
+                "key 'banned_target_ids': bans eos_id (3)", NULL);
+    parse_fails(config_with("banned_target_ids_mode", "\"probs\"", NULL),
+                "key 'banned_target_ids_mode': unknown mode 'probs' (log_probs, logits)", NULL);
+    parse_fails(config_with("family", "\"Marian NMT\"", NULL),
+                "key 'family': 'Marian NMT' is not 1 to 31 of a-z", NULL);
+    parse_fails(config_with("family", "7", NULL), "key 'family': expected a string", NULL);
+    parse_fails(config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL,
+                            "tie_output_projection", "true", NULL),
+                "key 'tie_output_projection': an encoder alone has no target side", NULL);
+}
+
 Test(config, writer_text_round_trips)
 {
     tessera_config want, got;

@@ -233,6 +233,8 @@ size_t tsr_gemm_pack_bytes(const tsr_gemm_config *cfg, tsr_weight_type type, siz
 void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, const float *w,
                           size_t n, size_t k, void *panels);
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
+void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
+                           size_t count, float scale, const float *pos, float *out, size_t ldo);
 
 /* The portable steps around the int8 microkernel (the config's defaults). */
 float tsr_gemm_i8_abs_max(const float *x, size_t k);

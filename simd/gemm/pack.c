@@ -70,6 +70,24 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
     }
 }
 
+/* Row r of an f32 weight lives in column r % nr of panel r / nr, one value
+ * every nr: gathered into the output row, which embed then scales and adds
+ * the position to in place. */
+void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
+                           size_t count, float scale, const float *pos, float *out, size_t ldo)
+{
+    const size_t nr = ks->gemm->nr, k = w->k;
+    static const int32_t first = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t r = (size_t)ids[i];
+        const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
+        float *o = out + i * ldo;
+        for (size_t p = 0; p < k; p++)
+            o[p] = panel[p * nr];
+        ks->embed(&first, 1, o, k, scale, pos ? pos + i * k : NULL, o, ldo);
+    }
+}
+
 /* One panel of exactly `rows` rows (rows <= mr); the rest of the panel's
  * rows are zero. Reading a row at a time keeps each read stream sequential;
  * the writes land in the same few lines of the panel, which sit in L1. */

@@ -41,6 +41,14 @@ void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const 
     }
 }
 
+/* The layout is W itself: the rows are the table. */
+void tsr_embed_packed__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
+                              const int32_t *ids, size_t count, float scale, const float *pos,
+                              float *out, size_t ldo)
+{
+    ks->embed(ids, count, w->panels, w->k, scale, pos, out, ldo);
+}
+
 /* Row j of the weights times a row of x: the reference order. */
 static float dot(const float *x, const tsr_packed_linear *w, size_t j)
 {

@@ -24,6 +24,9 @@
 size_t tsr_pack_bytes__scalar(const tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
 void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const float *w,
                              size_t n, size_t k, void *panels);
+void tsr_embed_packed__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
+                              const int32_t *ids, size_t count, float scale, const float *pos,
+                              float *out, size_t ldo);
 void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
 
 /* The portable int8 linear layer (simd/scalar/i8-linear.c, simd/int8.h): the

@@ -1,0 +1,312 @@
+/* The config keys model families add (docs/model-format.md, "Model families"),
+ * each against the model that spells the same function out with today's
+ * keys: a tied or shared table against a file holding two copies of it, a
+ * source suffix against the sources with the ids appended, a zero start
+ * against a bos row of zeros, banned ids against the unbanned model's
+ * log-probabilities. Same bits, in every compute type; and a table held
+ * once is one table smaller. The families' own semantics are checked
+ * against their references by test_golden (tests/golden/families). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/api_util.h"
+#include "tests/model_writer.h"
+#include "tests/testutil.h"
+
+static char err[512];
+static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16,
+                                             TESSERA_COMPUTE_INT8};
+
+/* Sentences for the tiny model: ids below both vocabularies (11, 13). */
+static void tiny_inputs(api_inputs *in, size_t n, unsigned seed)
+{
+    memset(in, 0, sizeof *in);
+    srand(seed);
+    for (size_t i = 0; i < n; i++) {
+        in->src[i] = (tessera_tokens){in->ids[i], 1 + i % 6};
+        in->tgt[i] = (tessera_tokens){in->tgt_ids[i], i % 4};
+        for (size_t t = 0; t < 8; t++) {
+            in->ids[i][t] = rand() % 11;
+            in->tgt_ids[i][t] = 4 + rand() % 9; /* not bos 2 or eos 3 */
+        }
+    }
+    in->n = n;
+}
+
+static tessera_model *load(const char *dir, tessera_compute_type type)
+{
+    tessera_load_options o;
+    tessera_load_options_init(&o);
+    o.compute_type = type;
+    tessera_model *m = NULL;
+    cr_assert_eq(tessera_model_load_with(dir, &o, &m, err, sizeof err), 0, "%s: %s", dir, err);
+    return m;
+}
+
+static char *answers(const tessera_model *m, const api_inputs *in)
+{
+    tessera_runtime *rt;
+    cr_assert_eq(api_runtime(1, 0, 1, &rt, err, sizeof err), 0, "%s", err);
+    char *text = api_answers(rt, m, in, err, sizeof err);
+    cr_assert(text, "%s", err);
+    tessera_runtime_free(rt);
+    return text;
+}
+
+/* DIR/NAME, made. */
+static char *subdir(const char *dir, const char *name)
+{
+    char *path = mw_path(dir, name);
+    cr_assert_eq(mkdir(path, 0700), 0, "cannot make %s", path);
+    return path;
+}
+
+static void copy_values(mw_model *m, const char *to, const char *from)
+{
+    mw_tensor *a = mw_find(m, to), *b = mw_find(m, from);
+    cr_assert_eq(a->count, b->count);
+    memcpy(a->values, b->values, a->count * sizeof *a->values);
+}
+
+/* One table's weight bytes, as tessera_model_weight_bytes counts them. */
+static size_t table_bytes(const tessera_config *c)
+{
+    return (size_t)c->tgt_vocab_size * (size_t)c->d_model * sizeof(float);
+}
+
+/* Writes `spelled` (two copies of a table) and `keyed` (the key, one copy),
+ * and checks they answer the same bits in every compute type; returns the
+ * f32 resident sizes. */
+static void same_answers(mw_model *spelled, mw_model *keyed, const api_inputs *in,
+                         size_t *spelled_bytes, size_t *keyed_bytes)
+{
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "spelled"), *b = subdir(dir, "keyed");
+    mw_write(spelled, a);
+    mw_write(keyed, b);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        tessera_model *ma = load(a, types[t]), *mb = load(b, types[t]);
+        char *want = answers(ma, in), *got = answers(mb, in);
+        cr_assert_str_eq(got, want, "%s: the keyed model answers otherwise",
+                         tessera_compute_type_name(types[t]));
+        if (types[t] == TESSERA_COMPUTE_F32) {
+            *spelled_bytes = tessera_model_weight_bytes(ma);
+            *keyed_bytes = tessera_model_weight_bytes(mb);
+        }
+        free(want);
+        free(got);
+        tessera_model_free(ma);
+        tessera_model_free(mb);
+    }
+    test_remove_dir(dir);
+    free(a);
+    free(b);
+    free(dir);
+}
+
+Test(family_keys, tied_output_projection_is_the_table_held_once)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 1);
+    mw_model *spelled = mw_model_tiny(3), *keyed = mw_model_tiny(3);
+    copy_values(spelled, "generator.weight", "tgt_tok_emb.embedding.weight");
+    mw_drop(keyed, "generator.weight");
+    keyed->config.tie_output_projection = 1;
+    size_t two, one;
+    same_answers(spelled, keyed, &in, &two, &one);
+    cr_expect_eq(two - one, table_bytes(&keyed->config),
+                 "f32 resident %zu untied, %zu tied: expected one table (%zu bytes) less", two,
+                 one, table_bytes(&keyed->config));
+    mw_model_free(spelled);
+    mw_model_free(keyed);
+}
+
+Test(family_keys, shared_embeddings_and_tied_output_are_one_table)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 2);
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cfg.src_vocab_size = cfg.tgt_vocab_size;
+    mw_model *spelled = mw_model_new(&cfg, 5), *keyed = mw_model_new(&cfg, 5);
+    copy_values(spelled, "src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight");
+    copy_values(spelled, "generator.weight", "tgt_tok_emb.embedding.weight");
+    mw_drop(keyed, "src_tok_emb.embedding.weight");
+    mw_drop(keyed, "generator.weight");
+    mw_drop(keyed, "generator.bias"); /* optional: no bias */
+    memset(mw_find(spelled, "generator.bias")->values, 0, 13 * sizeof(float));
+    keyed->config.share_embeddings = 1;
+    keyed->config.tie_output_projection = 1;
+    size_t three, one;
+    same_answers(spelled, keyed, &in, &three, &one);
+    cr_expect_eq(three - one, 2 * table_bytes(&cfg) + 13 * sizeof(float) /* the bias */,
+                 "f32 resident %zu spelled out, %zu keyed", three, one);
+    mw_model_free(spelled);
+    mw_model_free(keyed);
+}
+
+Test(family_keys, decoder_start_zeros_is_a_zero_start_row)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 3);
+    mw_model *spelled = mw_model_tiny(7), *keyed = mw_model_tiny(7);
+    /* bos (2) is never an output here: a zero row changes only the start. */
+    mw_tensor *emb = mw_find(spelled, "tgt_tok_emb.embedding.weight");
+    memset(emb->values + 2 * 8, 0, 8 * sizeof(float));
+    keyed->config.decoder_start = TESSERA_START_ZEROS;
+    keyed->config.position_encoding = spelled->config.position_encoding =
+        TESSERA_POSITIONS_SINUSOID_HALVES;
+    size_t x, y;
+    same_answers(spelled, keyed, &in, &x, &y);
+    mw_model_free(spelled);
+    mw_model_free(keyed);
+}
+
+Test(family_keys, source_suffix_is_the_ids_appended)
+{
+    api_inputs in, appended;
+    tiny_inputs(&in, 8, 4);
+    appended = in;
+    for (size_t i = 0; i < in.n; i++) {
+        appended.src[i].ids = appended.ids[i];
+        appended.ids[i][in.src[i].len] = 10;
+        appended.ids[i][in.src[i].len + 1] = 0;
+        appended.src[i].len += 2;
+    }
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "plain"), *b = subdir(dir, "suffix");
+    mw_model *plain = mw_model_tiny(9), *keyed = mw_model_tiny(9);
+    keyed->config.source_suffix[0] = 10;
+    keyed->config.source_suffix[1] = 0;
+    keyed->config.n_source_suffix = 2;
+    mw_write(plain, a);
+    mw_write(keyed, b);
+    tessera_model *ma = load(a, TESSERA_COMPUTE_F32), *mb = load(b, TESSERA_COMPUTE_F32);
+    char *want = answers(ma, &appended), *got = answers(mb, &in);
+    cr_assert_str_eq(got, want, "the suffixed model answers otherwise than the appended ids");
+
+    /* encode: the suffix's vectors follow the sentence's. */
+    tessera_runtime *rt;
+    cr_assert_eq(api_runtime(1, 0, 1, &rt, err, sizeof err), 0, "%s", err);
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
+    float **va, **vb;
+    cr_assert_eq(tessera_encode_with(rt, ma, appended.src, in.n, &eo, &va, err, sizeof err), 0);
+    cr_assert_eq(tessera_encode_with(rt, mb, in.src, in.n, &eo, &vb, err, sizeof err), 0);
+    for (size_t i = 0; i < in.n; i++)
+        cr_assert_eq(memcmp(va[i], vb[i], appended.src[i].len * 8 * sizeof(float)), 0,
+                     "sentence %zu: encodings differ", i + 1);
+    tessera_encodings_free(va, in.n);
+    tessera_encodings_free(vb, in.n);
+
+    /* A source that fits max_positions (16) alone but not with the suffix. */
+    int32_t long_ids[15] = {0};
+    tessera_tokens too_long = {long_ids, 15};
+    float **unused;
+    cr_assert_neq(tessera_encode_with(rt, mb, &too_long, 1, &eo, &unused, err, sizeof err), 0);
+    cr_expect(strstr(err, "sentence 1: 15 tokens and the 2 the model appends (source_suffix), "
+                          "more than max_positions (16)") != NULL, "%s", err);
+    tessera_runtime_free(rt);
+    free(want);
+    free(got);
+    tessera_model_free(ma);
+    tessera_model_free(mb);
+    mw_model_free(plain);
+    mw_model_free(keyed);
+    test_remove_dir(dir);
+    free(a);
+    free(b);
+    free(dir);
+}
+
+/* Greedy ids of sentence 0 and their summed score. */
+static tessera_hypothesis greedy(const tessera_model *m, const tessera_tokens *src, int beam)
+{
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.beam = beam;
+    o.max_len = 12;
+    tessera_hypothesis *h;
+    cr_assert_eq(tessera_translate(m, src, 1, &o, &h, err, sizeof err), 0, "%s", err);
+    tessera_hypothesis one = h[0];
+    free(h);
+    return one;
+}
+
+static float *scores(const tessera_model *m, const tessera_tokens *src, const tessera_tokens *tgt)
+{
+    float **lp;
+    cr_assert_eq(tessera_score(m, src, tgt, 1, 1, &lp, err, sizeof err), 0, "%s", err);
+    float *row = lp[0];
+    free(lp);
+    return row;
+}
+
+Test(family_keys, banned_ids_are_never_chosen_and_scored_as_the_mode_says)
+{
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "plain"), *b = subdir(dir, "after"), *c = subdir(dir, "before");
+    mw_model *plain = mw_model_tiny(11);
+    mw_write(plain, a);
+    tessera_model *mp = load(a, TESSERA_COMPUTE_F32);
+    int32_t src_ids[4] = {1, 5, 7, 2};
+    tessera_tokens src = {src_ids, 4};
+    tessera_hypothesis first = greedy(mp, &src, 1);
+    cr_assert(first.len > 0, "the tiny model's greedy output is empty: pick another seed");
+    int32_t banned = first.ids[0];
+
+    plain->config.banned_target_ids[0] = banned;
+    plain->config.n_banned_target_ids = 1;
+    mw_write(plain, b);
+    plain->config.ban_logits = 1;
+    mw_write(plain, c);
+    tessera_model *after = load(b, TESSERA_COMPUTE_F32), *before = load(c, TESSERA_COMPUTE_F32);
+    for (int beam = 1; beam <= 4; beam += 3) {
+        tessera_hypothesis h = greedy(after, &src, beam);
+        for (size_t t = 0; t < h.len; t++)
+            cr_expect_neq(h.ids[t], banned, "beam %d: banned id %d output at %zu", beam, banned, t);
+        /* log_probs: normalised over every id, so the unbanned model scores
+         * the same tokens the same. */
+        tessera_tokens tgt = {h.ids, h.len};
+        float *lp = scores(mp, &src, &tgt);
+        double sum = 0;
+        int ended_by_eos = h.len < 12; /* else it met max_len: no eos in its score */
+        for (size_t t = 0; t < h.len + (size_t)ended_by_eos; t++)
+            sum += lp[t];
+        cr_expect(fabs(sum - h.score) < 1e-4, "beam %d: score %.9g, the unbanned model's %.9g",
+                  beam, h.score, sum);
+        free(lp);
+        tessera_hypothesis g = greedy(before, &src, beam);
+        for (size_t t = 0; t < g.len; t++)
+            cr_expect_neq(g.ids[t], banned, "logits, beam %d: banned id output", beam);
+        free(h.ids);
+        free(h.alignment);
+        free(g.ids);
+        free(g.alignment);
+    }
+    /* score: log_probs leaves the banned id its probability; logits takes
+     * it out of the distribution. */
+    tessera_tokens tgt = {&banned, 1};
+    float *p = scores(mp, &src, &tgt), *q = scores(after, &src, &tgt), *r = scores(before, &src, &tgt);
+    cr_expect(isfinite(q[0]) && q[0] == p[0], "log_probs: score %.9g, unbanned %.9g", q[0], p[0]);
+    cr_expect(isinf(r[0]) && r[0] < 0, "logits: score %.9g, expected -inf", r[0]);
+    cr_expect(r[1] >= p[1], "logits: the others gain the banned id's probability");
+    free(p);
+    free(q);
+    free(r);
+    free(first.ids);
+    free(first.alignment);
+    tessera_model_free(mp);
+    tessera_model_free(after);
+    tessera_model_free(before);
+    mw_model_free(plain);
+    test_remove_dir(dir);
+    free(a);
+    free(b);
+    free(c);
+    free(dir);
+}
