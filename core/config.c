@@ -69,6 +69,8 @@ static const named_value activations[] = {
     {"relu", TESSERA_RELU},
     {"gelu", TESSERA_GELU},
     {"silu", TESSERA_SILU},
+    {"gelu_tanh", TESSERA_GELU_TANH},
+    {"gelu_sigmoid", TESSERA_GELU_SIGMOID},
 };
 
 static const named_value layer_norm_forms[] = {
@@ -156,7 +158,7 @@ static int read_bools(const json_t *root, tessera_config *cfg, char *err, size_t
 }
 
 /* Sets *out from key's name, when the key is given; `what` names the kind
- * in the error: "key 'activation': unknown activation 'tanh' (relu, gelu, silu)". */
+ * in the error: "key 'activation': unknown activation 'tanh' (relu, gelu, silu, ...)". */
 static int read_named(const json_t *root, const char *key, const char *what,
                       const named_value *names, size_t n, int *out, char *err, size_t err_len)
 {
@@ -499,8 +501,7 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
         check_matrix("max_positions", c.max_positions, c.d_model, err, err_len) ||
         check_matrix("d_model", 3 * c.d_model, c.d_model, err, err_len))
         return -1;
-    if (c.activation != TESSERA_RELU && c.activation != TESSERA_GELU &&
-        c.activation != TESSERA_SILU)
+    if (c.activation < TESSERA_RELU || c.activation > TESSERA_GELU_SIGMOID)
         return tsr_fail(err, err_len, "key 'activation': unknown activation %d", (int)c.activation);
     if (c.layer_norm_form != TESSERA_LAYER_NORM_VARIANCE &&
         c.layer_norm_form != TESSERA_LAYER_NORM_STD &&

@@ -523,6 +523,8 @@ static tsr_activation activation_of(tessera_activation a)
     switch (a) {
     case TESSERA_GELU: return TSR_ACT_GELU;
     case TESSERA_SILU: return TSR_ACT_SILU;
+    case TESSERA_GELU_TANH: return TSR_ACT_GELU_TANH;
+    case TESSERA_GELU_SIGMOID: return TSR_ACT_GELU_SIGMOID;
     default: return TSR_ACT_RELU;
     }
 }

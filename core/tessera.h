@@ -62,6 +62,8 @@ typedef enum tessera_activation {
     TESSERA_RELU = 0,
     TESSERA_GELU = 1, /* erf form, as PyTorch */
     TESSERA_SILU = 2,
+    TESSERA_GELU_TANH = 3,    /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TESSERA_GELU_SIGMOID = 4, /* x sigmoid(1.702 x): Marian's "gelu" */
 } tessera_activation;
 
 /* How LayerNorm divides x - mean (config key layer_norm_form). */

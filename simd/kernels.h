@@ -39,6 +39,10 @@ typedef enum tsr_activation {
     TSR_ACT_RELU,
     TSR_ACT_GELU, /* erf form: x/2 * (1 + erf(x/sqrt 2)), as PyTorch */
     TSR_ACT_SILU, /* x * sigmoid(x) */
+    /* The GELU approximations, both computed as x / (1 + e^-g(x)) (the
+     * silu form: x sigmoid(2u) is x/2 (1 + tanh u)): */
+    TSR_ACT_GELU_TANH,    /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TSR_ACT_GELU_SIGMOID, /* x sigmoid(1.702 x): Marian's "gelu" */
 } tsr_activation;
 
 /* How a linear layer's weights are held in memory: the model's compute type.

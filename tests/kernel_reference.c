@@ -45,13 +45,17 @@ double ref_activation(double x, tsr_activation act)
         return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case TSR_ACT_SILU:
         return x / (1 + exp(-x));
+    case TSR_ACT_GELU_TANH: /* as written: the kernels use x sigmoid(2u) */
+        return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case TSR_ACT_GELU_SIGMOID:
+        return x / (1 + exp(-1.702 * x));
     case TSR_ACT_NONE:
         break;
     }
     return x;
 }
 
-/* ReLU, GELU and SiLU all have |slope| <= 1.13. */
+/* ReLU, the GELUs and SiLU all have |slope| <= 1.13. */
 static const double activation_slope = 1.2;
 
 /* The pre-activation value, its sum of absolute terms and the error scale of

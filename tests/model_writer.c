@@ -455,6 +455,8 @@ static const char *activation_name(tessera_activation a)
     switch (a) {
     case TESSERA_GELU: return "gelu";
     case TESSERA_SILU: return "silu";
+    case TESSERA_GELU_TANH: return "gelu_tanh";
+    case TESSERA_GELU_SIGMOID: return "gelu_sigmoid";
     default: return "relu";
     }
 }

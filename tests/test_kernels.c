@@ -216,6 +216,10 @@ static const char *activation_name(tsr_activation act)
         return "gelu";
     case TSR_ACT_SILU:
         return "silu";
+    case TSR_ACT_GELU_TANH:
+        return "gelu_tanh";
+    case TSR_ACT_GELU_SIGMOID:
+        return "gelu_sigmoid";
     case TSR_ACT_NONE:
         break;
     }
@@ -273,6 +277,8 @@ static const linear_shape linear_shapes[] = {
      * than 16 rows with k past one cache block: both continue an FMA chain
      * across pieces of k. */
     {12, 40, 200, TSR_ACT_GELU, 1, 1}, {20, 40, 1100, TSR_ACT_RELU, 1, 1},
+    {9, 23, 40, TSR_ACT_GELU_TANH, 1, 1}, {19, 45, 70, TSR_ACT_GELU_SIGMOID, 1, 0},
+    {13, 33, 17, TSR_ACT_GELU_TANH, 0, 1}, {4, 64, 9, TSR_ACT_GELU_SIGMOID, 1, 1},
 };
 
 /* One linear layer's operands, laid out as a shape asks. */
@@ -708,6 +714,7 @@ static const ffn_shape ffn_shapes[] = {
     {31, 16, 64, TSR_ACT_GELU, 1, 1},   {32, 17, 33, TSR_ACT_RELU, 1, 1},
     {33, 64, 256, TSR_ACT_RELU, 1, 1},  {67, 33, 67, TSR_ACT_SILU, 1, 0},
     {100, 64, 128, TSR_ACT_GELU, 1, 1}, {3, 512, 2048, TSR_ACT_RELU, 1, 1},
+    {13, 16, 48, TSR_ACT_GELU_TANH, 1, 1}, {33, 24, 40, TSR_ACT_GELU_SIGMOID, 1, 0},
 };
 
 static float *packed_new(const tsr_kernels *ks, const buffer *w, tsr_packed_linear *out,
@@ -1186,9 +1193,10 @@ ParameterizedTestParameters(kernels, activate)
 ParameterizedTest(set_param *p, kernels, activate)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const tsr_activation acts[] = {TSR_ACT_NONE, TSR_ACT_RELU, TSR_ACT_GELU, TSR_ACT_SILU};
+    const tsr_activation acts[] = {TSR_ACT_NONE, TSR_ACT_RELU,      TSR_ACT_GELU,
+                                   TSR_ACT_SILU, TSR_ACT_GELU_TANH, TSR_ACT_GELU_SIGMOID};
     for (size_t si = 0; si < N_ROW_SIZES; si++)
-        for (size_t a = 0; a < 4; a++)
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
             check_activation(ks, acts[a], row_sizes[si], si, tsr_kernel_set_names[p->index]);
 }
 

@@ -858,7 +858,7 @@ Test(config, booleans_must_be_true_or_false)
 Test(config, activation)
 {
     parse_fails(config_with("activation", "\"tanh\"", NULL),
-                "key 'activation': unknown activation 'tanh' (relu, gelu, silu)", NULL);
+                "key 'activation': unknown activation 'tanh' (relu, gelu, silu, gelu_tanh, gelu_sigmoid)", NULL);
     parse_fails(config_with("activation", "\"ReLU\"", NULL), "key 'activation'", "'ReLU'");
     parse_fails(config_with("activation", "1", NULL), "key 'activation'", "a string");
 }
@@ -1170,7 +1170,7 @@ Test(config, string_values_and_what_jansson_quotes_are_escaped)
 {
     parse_fails(config_with("activation", "\"\\u001b[2J\\r\\nkey 'd_model': fine\\\\\"", NULL),
                 "key 'activation': unknown activation "
-                "'\\x1b[2J\\x0d\\x0akey \\x27d_model\\x27: fine\\x5c' (relu, gelu, silu)",
+                "'\\x1b[2J\\x0d\\x0akey \\x27d_model\\x27: fine\\x5c' (relu, gelu, silu, gelu_tanh, gelu_sigmoid)",
                 NULL);
     expect_printable(err);
     parse_fails(config_with("layer_norm_form", "\"\\u00ff\\u007f\"", NULL),

@@ -24,7 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+ACTIVATIONS = {
+    "relu": F.relu, "gelu": F.gelu, "silu": F.silu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_sigmoid": lambda x: x * torch.sigmoid(1.702 * x),
+}
 
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 # What a safetensors file may hold: the float types, and I8 for quantized linear

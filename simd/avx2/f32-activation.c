@@ -29,6 +29,12 @@ void tsr_f32_activate__avx2(float *x, size_t n, tsr_activation act)
     case TSR_ACT_SILU:
         apply(x, n, tsr_avx2_silu);
         break;
+    case TSR_ACT_GELU_TANH:
+        apply(x, n, tsr_avx2_gelu_tanh);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        apply(x, n, tsr_avx2_gelu_sigmoid);
+        break;
     case TSR_ACT_NONE:
         break;
     }

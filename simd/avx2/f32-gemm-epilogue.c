@@ -79,6 +79,12 @@ void tsr_f32_gemm_epilogue__avx2(const float *c, size_t ldc, size_t m, size_t n,
     case TSR_ACT_SILU:
         finish_block(c, ldc, m, n, bias, TSR_ACT_SILU, residual, ldr, y, ldy);
         break;
+    case TSR_ACT_GELU_TANH:
+        finish_block(c, ldc, m, n, bias, TSR_ACT_GELU_TANH, residual, ldr, y, ldy);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        finish_block(c, ldc, m, n, bias, TSR_ACT_GELU_SIGMOID, residual, ldr, y, ldy);
+        break;
     case TSR_ACT_NONE:
         finish_block(c, ldc, m, n, bias, TSR_ACT_NONE, residual, ldr, y, ldy);
         break;

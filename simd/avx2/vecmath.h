@@ -211,6 +211,23 @@ static inline __m256 tsr_avx2_silu(__m256 x)
     return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
+/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
+ * scalar set computes it, x / (1 + e^(-2u)). */
+static inline __m256 tsr_avx2_gelu_tanh(__m256 x)
+{
+    __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(0.044715f),
+                                   _mm256_set1_ps(1.0f));
+    __m256 e = tsr_avx2_exp(_mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(-1.5957691216f)), inner));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
+static inline __m256 tsr_avx2_gelu_sigmoid(__m256 x)
+{
+    __m256 e = tsr_avx2_exp(_mm256_mul_ps(x, _mm256_set1_ps(-1.702f)));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
 /* max(0, x) keeping NaN: max_ps returns its second operand, x, on NaN. */
 static inline __m256 tsr_avx2_relu(__m256 x)
 {
@@ -226,6 +243,10 @@ static inline __m256 tsr_avx2_activate(__m256 x, tsr_activation act)
         return tsr_avx2_gelu(x);
     case TSR_ACT_SILU:
         return tsr_avx2_silu(x);
+    case TSR_ACT_GELU_TANH:
+        return tsr_avx2_gelu_tanh(x);
+    case TSR_ACT_GELU_SIGMOID:
+        return tsr_avx2_gelu_sigmoid(x);
     case TSR_ACT_NONE:
         break;
     }

@@ -30,6 +30,12 @@ void tsr_f32_activate__avx512(float *x, size_t n, tsr_activation act)
     case TSR_ACT_SILU:
         apply(x, n, tsr_avx512_silu);
         break;
+    case TSR_ACT_GELU_TANH:
+        apply(x, n, tsr_avx512_gelu_tanh);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        apply(x, n, tsr_avx512_gelu_sigmoid);
+        break;
     case TSR_ACT_NONE:
         break;
     }

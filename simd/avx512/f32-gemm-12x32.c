@@ -163,6 +163,8 @@ static inline __attribute__((always_inline)) void finish_tile(const tsr_gemm_til
         case TSR_ACT_RELU: finish_full_tile(&o, acc, TSR_ACT_RELU); return;
         case TSR_ACT_GELU: finish_full_tile(&o, acc, TSR_ACT_GELU); return;
         case TSR_ACT_SILU: finish_full_tile(&o, acc, TSR_ACT_SILU); return;
+        case TSR_ACT_GELU_TANH: finish_full_tile(&o, acc, TSR_ACT_GELU_TANH); return;
+        case TSR_ACT_GELU_SIGMOID: finish_full_tile(&o, acc, TSR_ACT_GELU_SIGMOID); return;
         }
     }
 #pragma GCC unroll 12

@@ -85,6 +85,14 @@ void tsr_i8_gemm_epilogue__avx512(const int32_t *acc, size_t ldacc, size_t m, si
         finish_tile(acc, ldacc, m, n, offset, sums, w_scales, x_scales, bias, TSR_ACT_SILU,
                     residual, ldr, y, ldy);
         break;
+    case TSR_ACT_GELU_TANH:
+        finish_tile(acc, ldacc, m, n, offset, sums, w_scales, x_scales, bias, TSR_ACT_GELU_TANH,
+                    residual, ldr, y, ldy);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        finish_tile(acc, ldacc, m, n, offset, sums, w_scales, x_scales, bias, TSR_ACT_GELU_SIGMOID,
+                    residual, ldr, y, ldy);
+        break;
     case TSR_ACT_NONE:
         finish_tile(acc, ldacc, m, n, offset, sums, w_scales, x_scales, bias, TSR_ACT_NONE,
                     residual, ldr, y, ldy);

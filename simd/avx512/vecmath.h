@@ -142,6 +142,23 @@ static inline __m512 tsr_avx512_silu(__m512 x)
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
+/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
+ * scalar set computes it, x / (1 + e^(-2u)). */
+static inline __m512 tsr_avx512_gelu_tanh(__m512 x)
+{
+    __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(0.044715f),
+                                   _mm512_set1_ps(1.0f));
+    __m512 e = tsr_avx512_exp(_mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(-1.5957691216f)), inner));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
+static inline __m512 tsr_avx512_gelu_sigmoid(__m512 x)
+{
+    __m512 e = tsr_avx512_exp(_mm512_mul_ps(x, _mm512_set1_ps(-1.702f)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
 /* max(0, x) keeping NaN: max_ps returns its second operand, x, on NaN (and
  * on -0, which the scalar set also keeps). */
 static inline __m512 tsr_avx512_relu(__m512 x)
@@ -158,6 +175,10 @@ static inline __m512 tsr_avx512_activate(__m512 x, tsr_activation act)
         return tsr_avx512_gelu(x);
     case TSR_ACT_SILU:
         return tsr_avx512_silu(x);
+    case TSR_ACT_GELU_TANH:
+        return tsr_avx512_gelu_tanh(x);
+    case TSR_ACT_GELU_SIGMOID:
+        return tsr_avx512_gelu_sigmoid(x);
     case TSR_ACT_NONE:
         break;
     }

@@ -31,6 +31,12 @@ void tsr_f32_activate__neon(float *x, size_t n, tsr_activation act)
     case TSR_ACT_SILU:
         apply(x, n, tsr_neon_silu);
         break;
+    case TSR_ACT_GELU_TANH:
+        apply(x, n, tsr_neon_gelu_tanh);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        apply(x, n, tsr_neon_gelu_sigmoid);
+        break;
     case TSR_ACT_NONE:
         break;
     }

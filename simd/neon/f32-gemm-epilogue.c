@@ -65,6 +65,12 @@ void tsr_f32_gemm_epilogue__neon(const float *c, size_t ldc, size_t m, size_t n,
     case TSR_ACT_SILU:
         finish_block(c, ldc, m, n, bias, residual, ldr, y, ldy, tsr_neon_silu);
         break;
+    case TSR_ACT_GELU_TANH:
+        finish_block(c, ldc, m, n, bias, residual, ldr, y, ldy, tsr_neon_gelu_tanh);
+        break;
+    case TSR_ACT_GELU_SIGMOID:
+        finish_block(c, ldc, m, n, bias, residual, ldr, y, ldy, tsr_neon_gelu_sigmoid);
+        break;
     case TSR_ACT_NONE:
         finish_block(c, ldc, m, n, bias, residual, ldr, y, ldy, identity);
         break;

@@ -145,6 +145,22 @@ static inline float32x4_t tsr_neon_silu(float32x4_t x)
     return vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), tsr_neon_exp(vnegq_f32(x))));
 }
 
+/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
+ * scalar set computes it, x / (1 + e^(-2u)). */
+static inline float32x4_t tsr_neon_gelu_tanh(float32x4_t x)
+{
+    float32x4_t inner = vfmaq_f32(vdupq_n_f32(1.0f), vmulq_f32(x, x), vdupq_n_f32(0.044715f));
+    float32x4_t e = tsr_neon_exp(vmulq_f32(vmulq_f32(x, vdupq_n_f32(-1.5957691216f)), inner));
+    return vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), e));
+}
+
+/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
+static inline float32x4_t tsr_neon_gelu_sigmoid(float32x4_t x)
+{
+    float32x4_t e = tsr_neon_exp(vmulq_f32(x, vdupq_n_f32(-1.702f)));
+    return vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), e));
+}
+
 /* x < 0 ? 0 : x, as the scalar set: NaN and -0 pass unchanged. */
 static inline float32x4_t tsr_neon_relu(float32x4_t x)
 {
@@ -160,6 +176,10 @@ static inline float32x4_t tsr_neon_activate(float32x4_t x, tsr_activation act)
         return tsr_neon_gelu(x);
     case TSR_ACT_SILU:
         return tsr_neon_silu(x);
+    case TSR_ACT_GELU_TANH:
+        return tsr_neon_gelu_tanh(x);
+    case TSR_ACT_GELU_SIGMOID:
+        return tsr_neon_gelu_sigmoid(x);
     case TSR_ACT_NONE:
         break;
     }

@@ -66,6 +66,10 @@ static inline float tsr_f32_activate_one__scalar(float x, tsr_activation act)
         return 0.5f * x * (1.0f + erff(x * sqrt_half));
     case TSR_ACT_SILU:
         return x / (1.0f + expf(-x));
+    case TSR_ACT_GELU_TANH: /* x sigmoid(2u) = x/2 (1 + tanh u) */
+        return x / (1.0f + expf(-1.5957691216f * x * (1.0f + 0.044715f * x * x)));
+    case TSR_ACT_GELU_SIGMOID:
+        return x / (1.0f + expf(-1.702f * x));
     case TSR_ACT_NONE:
         break;
     }
