@@ -45,6 +45,7 @@ static const int_key int_keys[] = {
     {"eos_id", offsetof(tessera_config, eos_id), 0},
     {"pad_id", offsetof(tessera_config, pad_id), 0},
     {"unk_id", offsetof(tessera_config, unk_id), 0},
+    {"position_offset", offsetof(tessera_config, position_offset), 0},
 };
 
 typedef struct bool_key {
@@ -411,6 +412,11 @@ static int check_ids(const char *key, const int *ids, int n, int max, int vocab,
 static int validate_family_keys(const tessera_config *c, int has_decoder, char *err,
                                 size_t err_len)
 {
+    if (check_range("position_offset", c->position_offset, 0, TESSERA_MAX_POSITIONS_MAX + 1, "",
+                    err, err_len) ||
+        check_matrix("position_offset", c->max_positions + c->position_offset, c->d_model, err,
+                     err_len))
+        return -1;
     if (c->position_encoding != TESSERA_POSITIONS_SINUSOID &&
         c->position_encoding != TESSERA_POSITIONS_SINUSOID_HALVES &&
         c->position_encoding != TESSERA_POSITIONS_SINUSOID_HALVES_T2T)

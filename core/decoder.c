@@ -296,6 +296,8 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
             tsr_embed_tokens(m, dec->ex->ks, TSR_TARGET, tokens + row, seqs[i].n_new, pos,
                              dec->x.p + row * d, d);
         }
+        if (m->dec_emb_norm.gamma)
+            tsr_op_layernorm(dec->ex, &m->dec_emb_norm, dec->x.p, NULL, rows, dec->x.p);
         for (int l = 0; l < m->cfg.n_decoder_layers; l++)
             decoder_layer(dec, (size_t)l, seqs, n, rows);
         if (m->dec_norm.gamma)

@@ -90,6 +90,8 @@ int tsr_encode(const tsr_exec *ex, const tessera_tokens *src, const tsr_packing 
         for (long s = 0; s < (long)p->n; s++)
             tsr_embed_tokens(m, ex->ks, TSR_SOURCE, src[s].ids, src[s].len, 0,
                              memory + p->row0[s] * d, d);
+        if (m->enc_emb_norm.gamma)
+            tsr_op_layernorm(ex, &m->enc_emb_norm, memory, NULL, rows, memory);
         for (int i = 0; i < m->cfg.n_encoder_layers; i++)
             encoder_layer(ex, &m->enc[i], p, memory, &wk);
         if (m->enc_norm.gamma)

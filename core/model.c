@@ -348,13 +348,30 @@ static int tied_table(builder *b, const size_t *shape)
     return 0;
 }
 
+/* A position table of `rows` rows: the file's, or when it holds none the
+ * sinusoid of position_encoding (its room was counted all the same), or
+ * with `or_none` NULL (the decoder then reads the encoder's). *out is NULL
+ * in the checking pass. */
+static int position_table(builder *b, const char *name, size_t rows, int or_none, float **out)
+{
+    tessera_model *m = b->m;
+    size_t shape[3] = {rows, 1, m->d};
+    int rc = fetch_plain(b, name, shape, 3, 1, 1, out);
+    if (rc != 1 || b->checking || or_none)
+        return rc < 0 ? rc : 0;
+    *out = model_alloc(m, rows * m->d);
+    if (!*out)
+        return out_of_memory(b, name);
+    sinusoid(*out, rows, m->d, m->cfg.position_encoding);
+    return 0;
+}
+
 static int fetch_embeddings(builder *b)
 {
     tessera_model *m = b->m;
     size_t d = m->d, P = (size_t)m->cfg.max_positions;
     size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
-    size_t pos_shape[3] = {P, 1, d};
     /* share_embeddings: the source reads the target's table. A tied output
      * projection in f32 is the table itself, held once: the target rows are
      * read from the generator's panels (in bf16 or int8 the panels hold
@@ -366,15 +383,17 @@ static int fetch_embeddings(builder *b)
     if (m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection &&
         m->weight_type != TSR_WEIGHTS_F32)
         TSR_TRY(tied_table(b, tgt_shape));
-    int rc = fetch_plain(b, "positional_encoding.pos_embedding", pos_shape, 3, 1, 1,
-                         &m->positions);
-    if (rc != 1 || b->checking)
-        return rc < 0 ? rc : 0;
-    /* Not in the source: the sinusoid (its room was counted all the same). */
-    m->positions = model_alloc(m, P * d);
-    if (!m->positions)
-        return out_of_memory(b, "positional_encoding.pos_embedding");
-    sinusoid(m->positions, P, d, m->cfg.position_encoding);
+    /* Position p reads row p + position_offset (fairseq counts from past
+     * its padding index). The decoder has a table of its own when the file
+     * holds one. */
+    size_t off = (size_t)m->cfg.position_offset;
+    float *table;
+    TSR_TRY(position_table(b, "positional_encoding.pos_embedding", P + off, 0, &table));
+    m->positions = table ? table + off * d : NULL;
+    if (m->cfg.n_decoder_layers == 0)
+        return 0;
+    TSR_TRY(position_table(b, "positional_encoding.decoder_pos_embedding", P + off, 1, &table));
+    m->dec_positions = table ? table + off * d : m->positions;
     return 0;
 }
 
@@ -543,6 +562,9 @@ static int build_all(builder *b)
             return out_of_memory(b, "layers");
     }
     TSR_TRY(fetch_embeddings(b));
+    TSR_TRY(fetch_norm(b, "transformer.encoder.embedding_norm", 1, &m->enc_emb_norm));
+    if (n_dec > 0)
+        TSR_TRY(fetch_norm(b, "transformer.decoder.embedding_norm", 1, &m->dec_emb_norm));
     for (size_t i = 0; i < n_enc; i++)
         TSR_TRY(fetch_encoder_layer(b, i, b->checking ? &scratch_enc : &m->enc[i]));
     for (size_t i = 0; i < n_dec; i++)

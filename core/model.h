@@ -56,10 +56,13 @@ struct tessera_model {
     float *src_emb;   /* [src_vocab][d]; NULL when shared with the target's */
     float *tgt_emb;   /* [tgt_vocab][d]; NULL when it is the generator's f32
                          panels (a tied output projection held once) */
-    float *positions; /* [max_positions][d]: the file's table or the sinusoid */
+    float *positions; /* [max_positions][d]: the file's table or the sinusoid,
+                         from row position_offset */
+    float *dec_positions; /* the decoder's: its own table, or positions */
     tsr_encoder_layer *enc;
     tsr_decoder_layer *dec;
     tsr_norm enc_norm, dec_norm;
+    tsr_norm enc_emb_norm, dec_emb_norm; /* after embedding + positions; optional */
     tsr_packed_linear generator;
 
     /* Every packed panel lives in one arena, so that the placement plan can

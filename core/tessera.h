@@ -120,6 +120,7 @@ typedef struct tessera_config {
     int n_banned_target_ids;
     int ban_logits; /* 1: out of the softmax (score too); 0: masked after it */
     char family[32]; /* where the model came from ("marian", ...), "" when unsaid */
+    int position_offset; /* position p reads row p + position_offset of the table */
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes

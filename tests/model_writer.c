@@ -509,6 +509,11 @@ static char *with_family_keys(char *text, const tessera_config *c)
         text = append_key(text, "source_suffix", ids);
         free(ids);
     }
+    if (c->position_offset > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c->position_offset);
+        text = append_key(text, "position_offset", n);
+    }
     if (c->n_banned_target_ids > 0) {
         char *ids = id_list(c->banned_target_ids, c->n_banned_target_ids);
         text = append_key(text, "banned_target_ids", ids);

@@ -310,3 +310,95 @@ Test(family_keys, banned_ids_are_never_chosen_and_scored_as_the_mode_says)
     free(c);
     free(dir);
 }
+
+/* A table of P + offset rows read from row offset, against the P rows it
+ * reads; the computed sinusoid with an offset, against those rows written. */
+Test(family_keys, position_offset_reads_the_table_from_its_row)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 5);
+    const size_t P = 16, off = 2, d = 8;
+    mw_model *spelled = mw_model_tiny(13), *keyed = mw_model_tiny(13);
+    mw_tensor *t = mw_add(keyed, "positional_encoding.pos_embedding", 3,
+                          (size_t[]){P + off, 1, d});
+    mw_tensor *u = mw_add(spelled, "positional_encoding.pos_embedding", 3, (size_t[]){P, 1, d});
+    memcpy(u->values, t->values + off * d, P * d * sizeof(float));
+    keyed->config.position_offset = (int)off;
+    size_t x, y;
+    same_answers(spelled, keyed, &in, &x, &y);
+
+    /* Computed: fairseq's sinusoid (halves, t2t frequencies) from row 2. */
+    mw_drop(keyed, "positional_encoding.pos_embedding");
+    keyed->config.position_encoding = TESSERA_POSITIONS_SINUSOID_HALVES_T2T;
+    for (size_t p = 0; p < P; p++)
+        for (size_t j = 0; j < d; j++) {
+            double i = (double)(j % (d / 2)), angle = (double)(p + off) * exp(-i * log(10000.0) /
+                                                                            (d / 2.0 - 1.0));
+            u->values[p * d + j] = (float)(j < d / 2 ? sin(angle) : cos(angle));
+        }
+    same_answers(spelled, keyed, &in, &x, &y);
+    mw_model_free(spelled);
+    mw_model_free(keyed);
+}
+
+/* The decoder's own table: the encoder's output is the shared-table
+ * model's, the decoder's is the model whose one table is the decoder's. */
+Test(family_keys, decoder_position_table_is_the_decoders)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 6);
+    const size_t P = 16, d = 8;
+    mw_model *both = mw_model_tiny(17), *enc_only = mw_model_tiny(17);
+    mw_tensor *e = mw_add(both, "positional_encoding.pos_embedding", 3, (size_t[]){P, 1, d});
+    mw_tensor *t = mw_add(both, "positional_encoding.decoder_pos_embedding", 3,
+                          (size_t[]){P, 1, d});
+    mw_tensor *e2 = mw_add(enc_only, "positional_encoding.pos_embedding", 3, (size_t[]){P, 1, d});
+    memcpy(e2->values, e->values, P * d * sizeof(float));
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "both"), *b = subdir(dir, "one");
+    mw_write(both, a);
+    mw_write(enc_only, b);
+    tessera_model *ma = load(a, TESSERA_COMPUTE_F32), *mb = load(b, TESSERA_COMPUTE_F32);
+    tessera_runtime *rt;
+    cr_assert_eq(api_runtime(1, 0, 1, &rt, err, sizeof err), 0, "%s", err);
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
+    float **va, **vb;
+    cr_assert_eq(tessera_encode_with(rt, ma, in.src, in.n, &eo, &va, err, sizeof err), 0);
+    cr_assert_eq(tessera_encode_with(rt, mb, in.src, in.n, &eo, &vb, err, sizeof err), 0);
+    for (size_t i = 0; i < in.n; i++)
+        cr_assert_eq(memcmp(va[i], vb[i], in.src[i].len * d * sizeof(float)), 0,
+                     "sentence %zu: the encoder read the decoder's table", i + 1);
+    tessera_encodings_free(va, in.n);
+    tessera_encodings_free(vb, in.n);
+    char *with_own = answers(ma, &in), *with_encoders = answers(mb, &in);
+    cr_expect(strcmp(with_own, with_encoders) != 0, "the decoder read the encoder's table");
+    free(with_own);
+    free(with_encoders);
+    tessera_model_free(ma);
+    tessera_model_free(mb);
+
+    /* Sources are at most 6 tokens: with the encoder's table equal to the
+     * decoder's in rows 0-5, the two-table model answers as the model whose
+     * one table is the decoder's. */
+    memcpy(e->values, t->values, 6 * d * sizeof(float));
+    memcpy(e2->values, t->values, P * d * sizeof(float));
+    mw_write(both, a);
+    mw_write(enc_only, b);
+    ma = load(a, TESSERA_COMPUTE_F32);
+    mb = load(b, TESSERA_COMPUTE_F32);
+    with_own = answers(ma, &in);
+    char *decoders = answers(mb, &in);
+    cr_expect_str_eq(with_own, decoders, "the decoder did not read its own table");
+    free(with_own);
+    free(decoders);
+    tessera_runtime_free(rt);
+    tessera_model_free(ma);
+    tessera_model_free(mb);
+    mw_model_free(both);
+    mw_model_free(enc_only);
+    test_remove_dir(dir);
+    free(a);
+    free(b);
+    free(dir);
+}
