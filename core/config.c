@@ -46,6 +46,7 @@ static const int_key int_keys[] = {
     {"pad_id", offsetof(tessera_config, pad_id), 0},
     {"unk_id", offsetof(tessera_config, unk_id), 0},
     {"position_offset", offsetof(tessera_config, position_offset), 0},
+    {"alignment_heads", offsetof(tessera_config, alignment_heads), 0},
 };
 
 typedef struct bool_key {
@@ -213,6 +214,27 @@ static int read_ids(const json_t *root, const char *key, int *ids, int *count, i
     return 0;
 }
 
+/* alignment_layer: -1 (the last) or a 0-based layer, held 1-based so that
+ * a zeroed config means the last. */
+static int read_alignment_layer(const json_t *root, tessera_config *cfg, char *err,
+                                size_t err_len)
+{
+    const json_t *v = json_object_get(root, "alignment_layer");
+    if (!v)
+        return 0;
+    if (!json_is_integer(v))
+        return tsr_fail(err, err_len, "key 'alignment_layer': expected an integer, got %s",
+                        tsr_json_kind(v));
+    json_int_t x = json_integer_value(v);
+    if (x < -1 || x >= cfg->n_decoder_layers)
+        return tsr_fail(err, err_len,
+                        "key 'alignment_layer': %" JSON_INTEGER_FORMAT
+                        " is not -1 (the last) or a decoder layer 0..%d",
+                        x, cfg->n_decoder_layers - 1);
+    cfg->alignment_layer = x < 0 ? 0 : (int)x + 1;
+    return 0;
+}
+
 static int read_family(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
 {
     const json_t *v = json_object_get(root, "family");
@@ -252,7 +274,7 @@ static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, 
                  TESSERA_SOURCE_SUFFIX_MAX, err, err_len) ||
         read_ids(root, "banned_target_ids", cfg->banned_target_ids, &cfg->n_banned_target_ids,
                  TESSERA_BANNED_IDS_MAX, err, err_len) ||
-        read_family(root, cfg, err, err_len))
+        read_family(root, cfg, err, err_len) || read_alignment_layer(root, cfg, err, err_len))
         return -1;
     cfg->position_encoding = (tessera_position_encoding)named[0];
     cfg->decoder_start = (tessera_decoder_start)named[1];
@@ -435,6 +457,12 @@ static int validate_family_keys(const tessera_config *c, int has_decoder, char *
                         (int)c->decoder_start);
     if (check_ids("source_suffix", c->source_suffix, c->n_source_suffix,
                   TESSERA_SOURCE_SUFFIX_MAX, c->src_vocab_size, "src_vocab_size", err, err_len))
+        return -1;
+    if (c->alignment_layer < 0 || c->alignment_layer > (has_decoder ? c->n_decoder_layers : 0))
+        return tsr_fail(err, err_len, "key 'alignment_layer': %d is not a decoder layer",
+                        c->alignment_layer - 1);
+    if (check_range("alignment_heads", c->alignment_heads, 0, c->n_heads + 1, " (0: all, n_heads)",
+                    err, err_len))
         return -1;
     if (memchr(c->family, '\0', sizeof c->family) == NULL)
         return tsr_fail(err, err_len, "key 'family': not a terminated string");

@@ -203,11 +203,19 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
     tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
 
-/* Each row's alignment from its cross-attention queries q (the last layer's). */
+/* The decoder layer whose cross-attention gives alignments (0-based). */
+static size_t alignment_layer(const tessera_model *m)
+{
+    return (size_t)(m->cfg.alignment_layer ? m->cfg.alignment_layer : m->cfg.n_decoder_layers) - 1;
+}
+
+/* Each row's alignment from its cross-attention queries q (alignment_layer's),
+ * over the model's alignment heads. */
 static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, const float *q)
 {
     const tessera_model *m = dec->ex->m;
-    size_t d = m->d, layer = (size_t)m->cfg.n_decoder_layers - 1, work = 2 * dec->longest_source;
+    size_t d = m->d, layer = alignment_layer(m), work = 2 * dec->longest_source;
+    size_t heads = m->cfg.alignment_heads ? (size_t)m->cfg.alignment_heads : m->n_heads;
     float scale = 1.0f / sqrtf((float)m->d_head);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
@@ -216,7 +224,7 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
         const float *k = dec->cross->kv[layer] + dec->cross->src->row0[s] * 2 * d;
         for (size_t row = dec->row0[i]; row < dec->row0[i] + seqs[i].n_new; row++)
             dec->alignment[row] = tsr_alignment_of_row(dec->ex->ks, q + row * d, k, m->d_head,
-                                                       n_k * m->d_head, n_k, m->n_heads,
+                                                       n_k * m->d_head, n_k, heads,
                                                        m->d_head, scale,
                                                        dec->alignment_work.p + row * work);
     }
@@ -244,7 +252,7 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
         };
     }
     tsr_op_attention(dec->ex, dec->jobs, n);
-    if (dec->want_alignments && layer + 1 == (size_t)m->cfg.n_decoder_layers)
+    if (dec->want_alignments && layer == alignment_layer(m))
         align_rows(dec, seqs, n, q);
     tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }

@@ -121,6 +121,10 @@ typedef struct tessera_config {
     int ban_logits; /* 1: out of the softmax (score too); 0: masked after it */
     char family[32]; /* where the model came from ("marian", ...), "" when unsaid */
     int position_offset; /* position p reads row p + position_offset of the table */
+    /* Alignments (--alignments) from decoder layer alignment_layer - 1 (0:
+     * the last; config.json counts from 0, -1 the last), averaged over its
+     * first alignment_heads heads (0: all). */
+    int alignment_layer, alignment_heads;
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes

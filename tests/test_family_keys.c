@@ -6,6 +6,7 @@
  * log-probabilities. Same bits, in every compute type; and a table held
  * once is one table smaller. The families' own semantics are checked
  * against their references by test_golden (tests/golden/families). */
+#define _GNU_SOURCE /* asprintf */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -400,5 +401,72 @@ Test(family_keys, decoder_position_table_is_the_decoders)
     test_remove_dir(dir);
     free(a);
     free(b);
+    free(dir);
+}
+
+/* Every sentence's greedy alignment, as text. */
+static char *alignments_of(const tessera_model *m, const api_inputs *in)
+{
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.return_alignments = 1;
+    o.max_len = 10;
+    tessera_hypothesis *h;
+    cr_assert_eq(tessera_translate(m, in->src, in->n, &o, &h, err, sizeof err), 0, "%s", err);
+    size_t cap = 4096, used = 0;
+    char *text = calloc(cap, 1);
+    cr_assert(text);
+    for (size_t i = 0; i < in->n; i++) {
+        for (size_t j = 0; j < h[i].len && used + 16 < cap; j++)
+            used += (size_t)snprintf(text + used, cap - used, "%d ", h[i].alignment[j]);
+        used += (size_t)snprintf(text + used, cap - used, "|");
+    }
+    tessera_hypotheses_free(h, in->n);
+    return text;
+}
+
+/* alignment_layer and alignment_heads pick the cross-attention alignments
+ * come from: the defaults (the last layer, every head) spelled out give
+ * the same alignments; the first layer, or one head, others. */
+Test(family_keys, alignment_layer_and_heads_choose_the_attention)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 7);
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cfg.n_decoder_layers = 2;
+    mw_model *model = mw_model_new(&cfg, 19);
+    mw_tensor *bias = mw_find(model, "generator.bias");
+    bias->values[3] = -20; /* no early eos: long alignments */
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "model");
+    const int layers[] = {0, 2, 1, 0}, heads[] = {0, 2, 0, 1};
+    char *seen[4];
+    for (int v = 0; v < 4; v++) {
+        model->config.alignment_layer = layers[v];
+        model->config.alignment_heads = heads[v];
+        char *json = mw_config_json(&model->config);
+        /* the writer leaves the alignment keys out: written here, 0-based */
+        char *brace = strrchr(json, '}');
+        *brace = '\0';
+        char *text;
+        cr_assert_geq(asprintf(&text, "%s, \"alignment_layer\": %d, \"alignment_heads\": %d}\n",
+                               json, layers[v] - 1, heads[v]), 0);
+        mw_set_config_text(model, text);
+        free(json);
+        free(text);
+        mw_write(model, a);
+        tessera_model *m = load(a, TESSERA_COMPUTE_F32);
+        seen[v] = alignments_of(m, &in);
+        tessera_model_free(m);
+    }
+    cr_expect_str_eq(seen[1], seen[0], "the last layer and every head, spelled out");
+    cr_expect(strcmp(seen[2], seen[0]) != 0, "layer 0 aligns as the last layer does");
+    cr_expect(strcmp(seen[3], seen[0]) != 0, "one head aligns as both do");
+    for (int v = 0; v < 4; v++)
+        free(seen[v]);
+    mw_model_free(model);
+    test_remove_dir(dir);
+    free(a);
     free(dir);
 }

@@ -744,6 +744,19 @@ Test(config, family_keys_are_read)
     free(json);
     cr_expect_eq(cfg.position_encoding, TESSERA_POSITIONS_SINUSOID_HALVES);
     cr_expect_eq(cfg.ban_logits, 0);
+    cr_expect_eq(cfg.alignment_layer, 0); /* the last */
+
+    json = config_with("alignment_layer", "3", "alignment_heads", "1", "position_offset", "2",
+                       NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.alignment_layer, 4); /* held 1-based */
+    cr_expect_eq(cfg.alignment_heads, 1);
+    cr_expect_eq(cfg.position_offset, 2);
+    json = config_with("alignment_layer", "-1", NULL);
+    parse_ok(json, &cfg);
+    free(json);
+    cr_expect_eq(cfg.alignment_layer, 0);
 }
 
 Test(config, family_keys_are_checked)
@@ -783,6 +796,12 @@ Test(config, family_keys_are_checked)
     parse_fails(config_with("family", "\"Marian NMT\"", NULL),
                 "key 'family': 'Marian NMT' is not 1 to 31 of a-z", NULL);
     parse_fails(config_with("family", "7", NULL), "key 'family': expected a string", NULL);
+    parse_fails(config_with("alignment_layer", "5", NULL),
+                "key 'alignment_layer': 5 is not -1 (the last) or a decoder layer 0..4", NULL);
+    parse_fails(config_with("alignment_layer", "-2", NULL), "key 'alignment_layer': -2", NULL);
+    parse_fails(config_with("alignment_heads", "9", NULL),
+                "key 'alignment_heads': 9 is out of range [0, 9)", NULL);
+    parse_fails(config_with("position_offset", "-1", NULL), "key 'position_offset'", NULL);
     parse_fails(config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL,
                             "tie_output_projection", "true", NULL),
                 "key 'tie_output_projection': an encoder alone has no target side", NULL);
