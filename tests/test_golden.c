@@ -5,10 +5,13 @@
  * identical; --batch must not change a single byte of the output. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "simd/dispatch.h"
 #include "tests/testutil.h"
@@ -21,7 +24,7 @@
 
 typedef struct golden_case {
     char isa[32];
-    char model[32];
+    char model[64];
     char kind[16];   /* "score" or "translate" */
     char suffix[32]; /* "" or ".tokens"; ".beam" in beam_against_pytorch; the
                         case in options_against_pytorch */
@@ -38,23 +41,71 @@ static const char *const models[] = {"postnorm-relu-f32",     "prenorm-gelu-f16"
                                      "postnorm-silu-bf16",    "postnorm-relu-std-f32",
                                      "prenorm-gelu-std-unbiased-f32"};
 
+#define MAX_FAMILY_MODELS 32
+static char family_names[MAX_FAMILY_MODELS][64];
+static size_t family_count = SIZE_MAX;
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The models converted from other toolkits (tests/golden/families/NAME,
+ * each a directory with a config.json; tools/make-family-golden), as
+ * "families/NAME", in name order: their fixtures come from each family's
+ * own reference, and they run as the models above do. */
+static size_t family_models(void)
+{
+    if (family_count != SIZE_MAX)
+        return family_count;
+    family_count = 0;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/golden/families", test_srcdir());
+    DIR *d = opendir(dir);
+    cr_assert(d, "cannot list %s", dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        char config[1400];
+        snprintf(config, sizeof config, "%s/%s/config.json", dir, e->d_name);
+        if (e->d_name[0] == '.' || access(config, R_OK) != 0)
+            continue;
+        cr_assert(family_count < MAX_FAMILY_MODELS, "more than %d family models",
+                  MAX_FAMILY_MODELS);
+        cr_assert(strlen(e->d_name) <= 50, "family model name too long: %s", e->d_name);
+        snprintf(family_names[family_count++], sizeof family_names[0], "families/%.50s",
+                 e->d_name);
+    }
+    closedir(d);
+    qsort(family_names, family_count, sizeof family_names[0], by_name);
+    return family_count;
+}
+
+/* The models of against_pytorch and the beam tests: the fixtures made with
+ * PyTorch's nn.Transformer, then the families'. */
+static size_t golden_model_count(void)
+{
+    return sizeof models / sizeof models[0] + family_models();
+}
+
+static const char *golden_model(size_t i)
+{
+    size_t own = sizeof models / sizeof models[0];
+    return i < own ? models[i] : family_names[i - own];
+}
+
 static size_t make_cases(golden_case *out)
 {
     static const char *const kinds[] = {"score", "translate"};
     static const int batches[] = {1, 8};
     size_t n = 0;
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+        for (size_t m = 0; m < golden_model_count(); m++)
             for (size_t k = 0; k < 2; k++)
                 for (int tokens = 0; tokens < 2; tokens++)
                     for (size_t b = 0; b < 2; b++) {
-                        if (tokens && strcmp(models[m], "postnorm-silu-bf16") != 0)
+                        if (tokens && strcmp(golden_model(m), "postnorm-silu-bf16") != 0)
                             continue;
                         if (out) {
                             golden_case *c = &out[n];
                             memset(c, 0, sizeof *c);
                             snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_set_names[s]);
-                            snprintf(c->model, sizeof c->model, "%s", models[m]);
+                            snprintf(c->model, sizeof c->model, "%s", golden_model(m));
                             snprintf(c->kind, sizeof c->kind, "%s", kinds[k]);
                             snprintf(c->suffix, sizeof c->suffix, "%s", tokens ? ".tokens" : "");
                             c->batch = batches[b];
@@ -81,6 +132,9 @@ static test_run run_tessera(const char *isa, const char *kind, const char *model
     argv[a++] = (char *)model_dir;
     argv[a++] = "--batch";
     argv[a++] = batch_arg;
+    /* One thread alone, two with batches: the fixtures hold for both. */
+    argv[a++] = "--threads";
+    argv[a++] = batch > 1 ? "2" : "1";
     if (tokens)
         argv[a++] = "--tokens";
     for (; extra && *extra; extra++) {
@@ -173,17 +227,17 @@ ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
 /* Beam search and n-best output must not depend on how lines are batched. */
 typedef struct beam_case {
     char isa[32];
-    char model[32];
+    char model[64];
 } beam_case;
 
 ParameterizedTestParameters(golden, beam_batch_invariance)
 {
-    size_t n = tsr_kernel_set_count * (sizeof models / sizeof models[0]);
+    size_t n = tsr_kernel_set_count * golden_model_count();
     beam_case *cases = cr_malloc(n * sizeof *cases);
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++, i++) {
+        for (size_t m = 0; m < golden_model_count(); m++, i++) {
             snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
-            snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
+            snprintf(cases[i].model, sizeof cases[i].model, "%s", golden_model(m));
         }
     return cr_make_param_array(beam_case, cases, n, free_params);
 }
@@ -290,14 +344,14 @@ static size_t make_beam_cases(golden_case *out)
     static const int batches[] = {1, 8};
     size_t n = 0;
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+        for (size_t m = 0; m < golden_model_count(); m++)
             for (size_t b = 0; b < 2; b++, n++) {
                 if (!out)
                     continue;
                 golden_case *c = &out[n];
                 memset(c, 0, sizeof *c);
                 snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_set_names[s]);
-                snprintf(c->model, sizeof c->model, "%s", models[m]);
+                snprintf(c->model, sizeof c->model, "%s", golden_model(m));
                 snprintf(c->kind, sizeof c->kind, "translate");
                 snprintf(c->suffix, sizeof c->suffix, ".beam");
                 c->batch = batches[b];

@@ -1,0 +1,181 @@
+#!/bin/sh
+# make check: tools/tessera-convert turns each stored original of
+# tests/golden/families/*/marian (a Marian model directory, written by
+# tools/write-marian-checkpoint) into exactly the committed conversion
+# (config.json, model.safetensors, vocab.src.txt, vocab.tgt.txt, byte for
+# byte), also from the .npz path and from a model whose untied output layer is
+# stored the newer way (decoder_ff_logit_out_Wt, [V, d]), and copies
+# source.spm / target.spm; and it refuses what tessera cannot run with one
+# line naming the option or tensor, exit status 1, no traceback. Needs
+# /usr/bin/python3 with numpy and yaml (not torch).
+set -u
+srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
+python=${TESSERA_TEST_PYTHON:-/usr/bin/python3}
+families=$srcdir/tests/golden/families
+convert="$srcdir/tools/tessera-convert"
+
+if ! [ -x "$python" ]; then
+    echo "SKIP: $python not found (tools/tessera-convert runs with it)"
+    exit 77
+fi
+for module in numpy yaml; do
+    if ! "$python" -c "import $module" >/dev/null 2>&1; then
+        echo "SKIP: $python lacks the module '$module' (Debian: python3-$module)"
+        exit 77
+    fi
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/convert-families.XXXXXX") || exit 99
+trap 'rm -rf "$work"' EXIT INT TERM
+status=0
+fail() {
+    echo "FAIL: $*"
+    status=1
+}
+
+# same NAME WANT_DIR GOT_DIR: the conversion's files are the committed ones.
+same() {
+    for f in config.json model.safetensors vocab.src.txt vocab.tgt.txt; do
+        cmp -s "$2/$f" "$3/$f" || fail "$1: $f differs from $2/$f"
+    done
+}
+
+found=0
+for original in "$families"/*/marian; do
+    [ -d "$original" ] || continue
+    found=$((found + 1))
+    fixture=$(dirname "$original")
+    name=$(basename "$fixture")
+    "$python" "$convert" --from marian "$original" "$work/$name" 2>"$work/$name.err"
+    code=$?
+    if [ "$code" -ne 0 ]; then
+        fail "$name: tessera-convert exited $code: $(tail -n 1 "$work/$name.err")"
+        continue
+    fi
+    same "$name" "$fixture" "$work/$name"
+    echo "PASS: $name converts to the committed files"
+done
+[ "$found" -ge 3 ] || fail "found $found Marian originals under $families, expected 3 or more"
+
+# The variants (and broken copies) made from the stored originals, in one run:
+# each is a Marian directory under $work/cases/NAME.
+"$python" - "$families" "$work/cases" <<'EOF' || { echo "FAIL: could not make the test cases"; exit 1; }
+import io, os, shutil, sys, zipfile
+import numpy as np
+import yaml
+
+families, cases = sys.argv[1:]
+META = "special:model.yml"
+
+
+def load(directory):
+    npz = [n for n in os.listdir(directory) if n.endswith(".npz")][0]
+    with np.load(os.path.join(directory, npz)) as archive:
+        items = {name: archive[name] for name in archive.files}
+    return npz, items
+
+
+def save(path, items):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, array in items.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, array)
+            archive.writestr(name + ".npy", buffer.getvalue())
+
+
+def case(name, base, options=None, drop=None, rename=None, reshape=None, vocab_drop=None, files=()):
+    """A copy of families/BASE/marian, edited: model.yml options set, a tensor
+    dropped, renamed (and transposed) or given a wrong shape, a vocabulary
+    line dropped, extra files added."""
+    source = os.path.join(families, base, "marian")
+    target = os.path.join(cases, name)
+    shutil.copytree(source, target)
+    npz, items = load(source)
+    if options:
+        meta = yaml.safe_load(items[META].tobytes().split(b"\0")[0].decode("utf-8"))
+        meta.update(options)
+        text = yaml.safe_dump(meta, sort_keys=False).encode("utf-8") + b"\0"
+        items[META] = np.frombuffer(text, dtype=np.int8)
+    if drop:
+        del items[drop]
+    if rename:
+        old, new = rename
+        items[new] = np.ascontiguousarray(items.pop(old).T)
+    if reshape:
+        items[reshape] = items[reshape][:, :-1]
+    save(os.path.join(target, npz), items)
+    if vocab_drop:
+        path = os.path.join(target, "vocab.yml")
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(line for line in lines if not line.startswith(vocab_drop))
+    for file_name, content in files:
+        with open(os.path.join(target, file_name), "wb") as f:
+            f.write(content)
+
+
+os.makedirs(cases)
+case("wt", "marian-untied-postnorm-relu", rename=("decoder_ff_logit_out_W", "decoder_ff_logit_out_Wt"),
+     files=[("source.spm", b"\x0a\x03src"), ("target.spm", b"\x0a\x03tgt")])
+case("s2s", "marian-tied-postnorm-swish", options={"type": "s2s"})
+case("gelu", "marian-tied-postnorm-swish", options={"transformer-ffn-activation": "gelu"})
+case("aan", "marian-tied-postnorm-swish", options={"transformer-decoder-autoreg": "average-attention"})
+case("emb-norm", "marian-prenorm-swish", options={"transformer-postprocess-emb": "dn"})
+case("mixed-norm", "marian-prenorm-swish", options={"transformer-postprocess": "dan"})
+case("ffn-depth", "marian-untied-postnorm-relu", options={"transformer-ffn-depth": 3})
+case("right-left", "marian-untied-postnorm-relu", options={"right-left": True})
+case("missing", "marian-tied-postnorm-swish", drop="decoder_l2_context_Wk")
+case("shape", "marian-prenorm-swish", reshape="encoder_l1_self_Wq")
+case("vocab-gap", "marian-tied-postnorm-swish", vocab_drop="no:")
+EOF
+
+# The .npz path as INPUT, and a directory without --from, give the same files.
+# converts NAME INPUT OUT: tessera-convert INPUT OUT (no --from) succeeds.
+converts() {
+    "$python" "$convert" "$2" "$3" 2>"$3.err"
+    code=$?
+    [ "$code" -eq 0 ] && return 0
+    fail "$1: tessera-convert exited $code: $(tail -n 1 "$3.err")"
+    return 1
+}
+npz=$(ls "$families/marian-tied-postnorm-swish/marian/"*.npz)
+if converts "the .npz path" "$npz" "$work/from-npz"; then
+    same "the .npz path" "$families/marian-tied-postnorm-swish" "$work/from-npz"
+fi
+if converts "decoder_ff_logit_out_Wt" "$work/cases/wt" "$work/wt"; then
+    same "decoder_ff_logit_out_Wt" "$families/marian-untied-postnorm-relu" "$work/wt"
+    for f in source.spm target.spm; do
+        cmp -s "$work/cases/wt/$f" "$work/wt/$f" || fail "$f was not copied"
+    done
+fi
+
+# refused CASE WORDS...: exit 1, one line on stderr, naming each of WORDS.
+refused() {
+    name=$1
+    shift
+    "$python" "$convert" --from marian "$work/cases/$name" "$work/out-$name" >"$work/$name.out" 2>"$work/$name.err"
+    code=$?
+    lines=$(wc -l <"$work/$name.err")
+    if [ "$code" -ne 1 ] || [ "$lines" -ne 1 ] || grep -q Traceback "$work/$name.err"; then
+        fail "$name: exit $code, $lines line(s) on stderr (want 1 and one line): $(head -c 300 "$work/$name.err")"
+        return
+    fi
+    for word in "$@"; do
+        grep -q -F -- "$word" "$work/$name.err" || fail "$name: the message does not name '$word': $(cat "$work/$name.err")"
+    done
+    echo "PASS: $name: $(cat "$work/$name.err")"
+}
+refused s2s "type" "s2s"
+refused gelu "transformer-ffn-activation" "gelu"
+refused aan "transformer-decoder-autoreg" "average-attention"
+refused emb-norm "transformer-postprocess-emb" "dn"
+refused mixed-norm "transformer-postprocess" "dan"
+refused ffn-depth "transformer-ffn-depth" "3"
+refused right-left "right-left"
+refused missing "decoder_l2_context_Wk"
+refused shape "encoder_l1_self_Wq" "[16, 15]"
+refused vocab-gap "vocab.yml" "id 3"
+
+[ "$status" -eq 0 ] && echo "PASS"
+exit "$status"
