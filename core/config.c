@@ -521,8 +521,7 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
             check_range("pad_id", c.pad_id, 0, both_vocab, " (the smaller vocabulary)", err,
                         err_len))
             return -1;
-        if (c.bos_id == c.eos_id)
-            return tsr_fail(err, err_len, "key 'eos_id': equals bos_id (%d)", c.bos_id);
+        /* bos_id may equal eos_id: fairseq starts the decoder from </s>. */
     } else if (check_range("unk_id", c.unk_id, 0, c.src_vocab_size, " (src_vocab_size)", err,
                            err_len) ||
                check_range("pad_id", c.pad_id, 0, c.src_vocab_size, " (src_vocab_size)", err,

@@ -470,3 +470,19 @@ Test(family_keys, alignment_layer_and_heads_choose_the_attention)
     free(a);
     free(dir);
 }
+
+/* fairseq starts the decoder from </s>: bos_id may be eos_id. Against the
+ * model whose own bos row is a copy of the eos row. */
+Test(family_keys, start_from_eos_is_the_eos_row)
+{
+    api_inputs in;
+    tiny_inputs(&in, 8, 8);
+    mw_model *spelled = mw_model_tiny(23), *keyed = mw_model_tiny(23);
+    mw_tensor *emb = mw_find(spelled, "tgt_tok_emb.embedding.weight");
+    memcpy(emb->values + 2 * 8, emb->values + 3 * 8, 8 * sizeof(float)); /* bos 2 := eos 3 */
+    keyed->config.bos_id = keyed->config.eos_id;
+    size_t x, y;
+    same_answers(spelled, keyed, &in, &x, &y);
+    mw_model_free(spelled);
+    mw_model_free(keyed);
+}

@@ -970,7 +970,12 @@ Test(config, special_ids_out_of_range)
     parse_fails(config_with("pad_id", "1000", NULL), "key 'pad_id'", NULL);
     parse_fails(config_with("unk_id", "1000", NULL), "key 'unk_id'", NULL);
     parse_fails(config_with("unk_id", "-1", NULL), "key 'unk_id'", NULL);
-    parse_fails(config_with("bos_id", "7", "eos_id", "7", NULL), "key 'eos_id'", "bos_id");
+    /* fairseq's decoder starts from </s>: bos_id may be eos_id. */
+    tessera_config same;
+    char *same_json = config_with("bos_id", "7", "eos_id", "7", NULL);
+    parse_ok(same_json, &same);
+    free(same_json);
+    cr_expect(same.bos_id == 7 && same.eos_id == 7);
 
     tessera_config cfg;
     char *json = config_with("bos_id", "1199", "eos_id", "0", "pad_id", "999", "unk_id", "999",
