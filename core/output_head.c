@@ -15,7 +15,13 @@ static void ban(const tessera_config *c, float *row)
         row[c->banned_target_ids[i]] = -INFINITY;
 }
 
-/* Bans taken after the softmax (banned_target_ids_mode "log_probs"). */
+/* Bans taken before the softmax (banned_target_ids_mode "logits": the
+ * others renormalised) or after it ("log_probs"). */
+static int bans_before(const tessera_config *c)
+{
+    return c->n_banned_target_ids > 0 && c->ban_logits;
+}
+
 static int bans_after(const tessera_config *c)
 {
     return c->n_banned_target_ids > 0 && !c->ban_logits;
@@ -25,16 +31,12 @@ void tsr_head_logits(const tsr_exec *ex, const float *hidden, size_t rows, float
 {
     const tessera_model *m = ex->m;
     tsr_op_linear(ex, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, logits, vocab(ex));
-    /* Banned out of the softmax: as if the vocabulary lacked them. */
-    if (m->cfg.n_banned_target_ids > 0 && m->cfg.ban_logits) {
-#pragma omp for schedule(static)
-        for (long r = 0; r < (long)rows; r++)
-            ban(&m->cfg, logits + (size_t)r * vocab(ex));
-    }
 }
 
 void tsr_head_log_softmax(const tsr_exec *ex, float *row, int choosing)
 {
+    if (choosing && bans_before(&ex->m->cfg))
+        ban(&ex->m->cfg, row);
     ex->ks->log_softmax(row, vocab(ex), row);
     if (choosing && bans_after(&ex->m->cfg))
         ban(&ex->m->cfg, row);
@@ -47,6 +49,8 @@ float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok)
 
 int32_t tsr_head_best(const tsr_exec *ex, float *row, float *logprob)
 {
+    if (bans_before(&ex->m->cfg))
+        ban(&ex->m->cfg, row);
     float lse = ex->ks->logsumexp(row, vocab(ex));
     if (lse == -INFINITY)
         return -1;

@@ -13,15 +13,16 @@
 #include "core/runtime.h"
 
 /* The generator's logits for `rows` rows of decoder output (hidden, d_model
- * floats each) into logits[rows][tgt_vocab], with the model's banned ids
- * at -inf when it bans them before the softmax (banned_target_ids_mode
- * "logits"): an operation of core/ops.h (every thread of the team calls it;
- * it ends with a barrier). */
+ * floats each) into logits[rows][tgt_vocab]: an operation of core/ops.h
+ * (every thread of the team calls it; it ends with a barrier). The model's
+ * banned ids are the search's business (tsr_head_best and
+ * tsr_head_log_softmax): a scored or forced token keeps its probability. */
 void tsr_head_logits(const tsr_exec *ex, const float *hidden, size_t rows, float *logits);
 
 /* A row of logits made log-probabilities, in place; `choosing` (a free
  * choice of the search, not a forced or scored token): the model's banned
- * ids (banned_target_ids_mode "log_probs") then made -inf. */
+ * ids made -inf, before the softmax (banned_target_ids_mode "logits") or
+ * after it ("log_probs"). */
 void tsr_head_log_softmax(const tsr_exec *ex, float *row, int choosing);
 
 /* The log-probability of token `tok` under a row of logits. */
@@ -29,9 +30,9 @@ float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok);
 
 /* The most likely token of a row of logits that the model does not ban
  * (the first on ties) and its log-probability in *logprob (normalised over
- * the whole vocabulary: bans taken after the softmax leave it as it is);
- * -1 when no token is left (every logit -inf, as when rules banned them
- * all). The banned ids of the row become -inf. */
+ * the tokens left by bans before the softmax, over every token for bans
+ * after it); -1 when no token is left (every logit -inf, as when rules
+ * banned them all). The banned ids of the row become -inf. */
 int32_t tsr_head_best(const tsr_exec *ex, float *row, float *logprob);
 
 #endif

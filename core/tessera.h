@@ -118,7 +118,7 @@ typedef struct tessera_config {
     int n_source_suffix;
     int banned_target_ids[TESSERA_BANNED_IDS_MAX]; /* never output by translate */
     int n_banned_target_ids;
-    int ban_logits; /* 1: out of the softmax (score too); 0: masked after it */
+    int ban_logits; /* 1: taken out before the softmax; 0: masked after it (searches only) */
     char family[32]; /* where the model came from ("marian", ...), "" when unsaid */
     int position_offset; /* position p reads row p + position_offset of the table */
     /* Alignments (--alignments) from decoder layer alignment_layer - 1 (0:
