@@ -20,76 +20,35 @@ typedef struct tensor_list {
     size_t n, cap;
 } tensor_list;
 
-/* Adds PREFIX.LEAF [rows][cols]; the list was sized by list_tensors. */
-static int add(tensor_list *l, size_t rows, size_t cols, const char *prefix, const char *leaf)
+/* The tensors of tessera_model_tensors a model needs, and the generator's
+ * bias; the list was sized by list_tensors's first walk. */
+static int add_listed(const tessera_tensor_spec *s, void *arg)
 {
-    if (l->n == l->cap)
-        return -1;
-    snprintf(l->t[l->n].name, sizeof l->t[l->n].name, "%s.%s", prefix, leaf);
-    l->t[l->n].rows = rows;
-    l->t[l->n].cols = cols;
+    tensor_list *l = arg;
+    if (s->optional && strcmp(s->name, "generator.bias") != 0)
+        return 0;
+    if (l->t && l->n < l->cap) {
+        tensor_spec *t = &l->t[l->n];
+        snprintf(t->name, sizeof t->name, "%s", s->name);
+        t->rows = s->shape[0];
+        t->cols = s->ndim == 2 ? s->shape[1] : 0;
+    }
     l->n++;
     return 0;
 }
 
-/* PREFIX.weight [rows][cols] and PREFIX.bias [rows]. */
-static int add_linear(tensor_list *l, const char *prefix, size_t rows, size_t cols)
+/* Every tensor the configuration needs, in tessera_model_tensors's order:
+ * counted, then listed. */
+static int list_tensors(const tessera_config *c, tensor_list *l, char *err, size_t err_len)
 {
-    return add(l, rows, cols, prefix, "weight") ||
-           add(l, rows, 0, prefix, "bias");
-}
-
-static int add_attention(tensor_list *l, const char *prefix, size_t d)
-{
-    char out[96];
-    snprintf(out, sizeof out, "%s.out_proj", prefix);
-    return add(l, 3 * d, d, prefix, "in_proj_weight") ||
-           add(l, 3 * d, 0, prefix, "in_proj_bias") || add_linear(l, out, d, d);
-}
-
-static int add_norm(tensor_list *l, const char *prefix, size_t d)
-{
-    return add(l, d, 0, prefix, "weight") || add(l, d, 0, prefix, "bias");
-}
-
-/* The tensors docs/model-format.md requires of an encoder-decoder, in load order. */
-static int list_tensors(const tessera_config *c, tensor_list *l)
-{
-    size_t d = (size_t)c->d_model, f = (size_t)c->d_ff;
-    char p[64], q[96];
-    /* Embeddings and generator 4; an encoder layer 12 (attention 4, FFN 4,
-     * norms 4), a decoder layer 18 (two attentions, FFN, three norms). */
-    l->cap = 4 + 12 * (size_t)c->n_encoder_layers + 18 * (size_t)c->n_decoder_layers;
+    if (tessera_model_tensors(c, add_listed, l, err, err_len) != 0)
+        return -1;
+    l->cap = l->n;
+    l->n = 0;
     l->t = calloc(l->cap, sizeof *l->t);
     if (!l->t)
-        return -1;
-    if (add(l, (size_t)c->src_vocab_size, d, "src_tok_emb.embedding", "weight") ||
-        add(l, (size_t)c->tgt_vocab_size, d, "tgt_tok_emb.embedding", "weight"))
-        return -1;
-    for (int side = 0; side < 2; side++) {
-        int layers = side ? c->n_decoder_layers : c->n_encoder_layers;
-        for (int i = 0; i < layers; i++) {
-            snprintf(p, sizeof p, "transformer.%s.layers.%d", side ? "decoder" : "encoder", i);
-            snprintf(q, sizeof q, "%s.self_attn", p);
-            if (add_attention(l, q, d))
-                return -1;
-            snprintf(q, sizeof q, "%s.multihead_attn", p);
-            if (side && add_attention(l, q, d))
-                return -1;
-            snprintf(q, sizeof q, "%s.linear1", p);
-            if (add_linear(l, q, f, d))
-                return -1;
-            snprintf(q, sizeof q, "%s.linear2", p);
-            if (add_linear(l, q, d, f))
-                return -1;
-            for (int n = 1; n <= (side ? 3 : 2); n++) {
-                snprintf(q, sizeof q, "%s.norm%d", p, n);
-                if (add_norm(l, q, d))
-                    return -1;
-            }
-        }
-    }
-    return add_linear(l, "generator", (size_t)c->tgt_vocab_size, d);
+        return snprintf(err, err_len, "out of memory"), -1;
+    return tessera_model_tensors(c, add_listed, l, err, err_len);
 }
 
 static size_t count_of(const tensor_spec *t) { return t->rows * (t->cols ? t->cols : 1); }
@@ -192,9 +151,7 @@ static int write_weights(const tensor_list *l, const char *dir, char *err, size_
 int cli_bench_write_model(const tessera_config *c, const char *dir, char *err, size_t err_len)
 {
     tensor_list l = {0};
-    int rc = list_tensors(c, &l);
-    if (rc != 0)
-        snprintf(err, err_len, "out of memory");
+    int rc = list_tensors(c, &l, err, err_len);
     if (rc == 0)
         rc = write_config(c, dir, err, err_len);
     if (rc == 0)

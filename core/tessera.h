@@ -200,6 +200,26 @@ const tessera_config *tessera_model_config(const tessera_model *model);
 /* Bytes of weights held (packed, float32). */
 size_t tessera_model_weight_bytes(const tessera_model *model);
 
+/* One tensor of a model directory's model.safetensors (docs/model-format.md). */
+typedef struct tessera_tensor_spec {
+    const char *name;
+    size_t ndim;
+    size_t shape[3];
+    int optional;      /* the model runs without it */
+    int linear_weight; /* may be stored I8, with "<name>_scale" */
+} tessera_tensor_spec;
+
+typedef int (*tessera_tensor_visit)(const tessera_tensor_spec *tensor, void *arg);
+
+/* Every tensor a model of `config` reads, the one list the loader, the
+ * tests' and bench's writers and converters share: visit is called for
+ * each, the required ones first in file order (embeddings, each encoder
+ * then decoder layer, the generator), then the optional ones; a nonzero
+ * return stops the walk and is returned. -1 with a message for a config
+ * that does not validate. */
+int tessera_model_tensors(const tessera_config *config, tessera_tensor_visit visit, void *arg,
+                          char *err, size_t err_len);
+
 /* A few lines on this machine and what tessera uses on it: the CPU and its
  * features, each kernel set and whether it runs here (and why not), the set
  * chosen (TESSERA_ISA may force one), the int8 kernel, the hwloc topology.

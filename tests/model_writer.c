@@ -80,28 +80,6 @@ mw_tensor *mw_add(mw_model *m, const char *name, size_t ndim, const size_t *shap
 #define PREFIX_MAX 256
 #define NAME_MAX_LEN (PREFIX_MAX + 64)
 
-static void add_attention(mw_model *m, const char *prefix, size_t d)
-{
-    char name[NAME_MAX_LEN];
-    snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
-    mw_add(m, name, 2, (size_t[]){3 * d, d});
-    snprintf(name, sizeof name, "%s.in_proj_bias", prefix);
-    mw_add(m, name, 1, (size_t[]){3 * d});
-    snprintf(name, sizeof name, "%s.out_proj.weight", prefix);
-    mw_add(m, name, 2, (size_t[]){d, d});
-    snprintf(name, sizeof name, "%s.out_proj.bias", prefix);
-    mw_add(m, name, 1, (size_t[]){d});
-}
-
-static void add_linear(mw_model *m, const char *prefix, size_t out, size_t in)
-{
-    char name[NAME_MAX_LEN];
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    mw_add(m, name, 2, (size_t[]){out, in});
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    mw_add(m, name, 1, (size_t[]){out});
-}
-
 static void add_norm(mw_model *m, const char *prefix, size_t d)
 {
     char name[NAME_MAX_LEN];
@@ -111,25 +89,12 @@ static void add_norm(mw_model *m, const char *prefix, size_t d)
     mw_add(m, name, 1, (size_t[]){d});
 }
 
-static void add_layer(mw_model *m, const char *stack, int i, int decoder)
+/* The required tensors of tessera_model_tensors, and the generator's bias. */
+static int add_listed(const tessera_tensor_spec *t, void *arg)
 {
-    size_t d = (size_t)m->config.d_model, ff = (size_t)m->config.d_ff;
-    char prefix[PREFIX_MAX - 64], name[PREFIX_MAX];
-    snprintf(prefix, sizeof prefix, "transformer.%s.layers.%d", stack, i);
-    snprintf(name, sizeof name, "%s.self_attn", prefix);
-    add_attention(m, name, d);
-    if (decoder) {
-        snprintf(name, sizeof name, "%s.multihead_attn", prefix);
-        add_attention(m, name, d);
-    }
-    snprintf(name, sizeof name, "%s.linear1", prefix);
-    add_linear(m, name, ff, d);
-    snprintf(name, sizeof name, "%s.linear2", prefix);
-    add_linear(m, name, d, ff);
-    for (int k = 1; k <= (decoder ? 3 : 2); k++) {
-        snprintf(name, sizeof name, "%s.norm%d", prefix, k);
-        add_norm(m, name, d);
-    }
+    if (!t->optional || strcmp(t->name, "generator.bias") == 0)
+        mw_add(arg, t->name, t->ndim, t->shape);
+    return 0;
 }
 
 mw_model *mw_model_new(const tessera_config *cfg, unsigned seed)
@@ -138,14 +103,8 @@ mw_model *mw_model_new(const tessera_config *cfg, unsigned seed)
     cr_assert_not_null(m);
     m->config = *cfg;
     m->seed = seed;
-    size_t d = (size_t)cfg->d_model;
-    mw_add(m, "src_tok_emb.embedding.weight", 2, (size_t[]){(size_t)cfg->src_vocab_size, d});
-    mw_add(m, "tgt_tok_emb.embedding.weight", 2, (size_t[]){(size_t)cfg->tgt_vocab_size, d});
-    for (int i = 0; i < cfg->n_encoder_layers; i++)
-        add_layer(m, "encoder", i, 0);
-    for (int i = 0; i < cfg->n_decoder_layers; i++)
-        add_layer(m, "decoder", i, 1);
-    add_linear(m, "generator", (size_t)cfg->tgt_vocab_size, d);
+    char err[256];
+    cr_assert_eq(tessera_model_tensors(cfg, add_listed, m, err, sizeof err), 0, "%s", err);
     return m;
 }
 

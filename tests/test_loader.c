@@ -1427,3 +1427,84 @@ ParameterizedTest(set_case *c, packed, same_bytes_whatever_the_dtype_and_threads
     free(dequantized);
     mw_model_free(mw);
 }
+
+/* ---- One list of tensors -------------------------------------------------------- */
+
+/* What the loader asks a weight source for, and what tessera_model_tensors
+ * lists, as "name shape" lines, sorted: the two must be one list. */
+typedef struct name_lines {
+    char lines[512][200];
+    size_t n;
+} name_lines;
+
+static void add_line(name_lines *l, const char *name, const size_t *shape, size_t ndim,
+                     int optional)
+{
+    cr_assert(l->n < 512);
+    char dims[64] = "";
+    for (size_t i = 0; i < ndim; i++)
+        snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%zu", i ? "x" : "", shape[i]);
+    (void)optional; /* an optional norm's bias is required once its weight is there */
+    snprintf(l->lines[l->n++], sizeof l->lines[0], "%s %s", name, dims);
+}
+
+static int recording_fetch(void *ctx, const char *name, const size_t *shape, size_t ndim,
+                           int optional, int rows_at_least, float *dst, void *scratch, char *e,
+                           size_t e_len)
+{
+    (void)rows_at_least, (void)scratch, (void)e, (void)e_len;
+    name_lines *l = ctx;
+    if (dst)
+        return 0; /* the layout's fetches: the values do not matter here */
+    for (size_t i = 0; i < l->n; i++) /* the tied table is checked twice: once is the list */
+        if (strncmp(l->lines[i], name, strlen(name)) == 0 && l->lines[i][strlen(name)] == ' ')
+            return 0;
+    add_line(l, name, shape, ndim, optional);
+    return 0; /* every one present: the loader then asks for all it can read */
+}
+
+static int listed(const tessera_tensor_spec *t, void *arg)
+{
+    add_line(arg, t->name, t->shape, t->ndim, t->optional);
+    return 0;
+}
+
+static int by_line(const void *a, const void *b) { return strcmp(a, b); }
+
+Test(tensors, the_loader_reads_the_one_list)
+{
+    tessera_config variants[6];
+    for (int v = 0; v < 6; v++)
+        mw_tiny_config(&variants[v]);
+    variants[1].tie_output_projection = 1;
+    variants[2].src_vocab_size = variants[2].tgt_vocab_size;
+    variants[2].share_embeddings = variants[2].tie_output_projection = 1;
+    variants[3].n_decoder_layers = 0;
+    variants[3].tgt_vocab_size = 0;
+    variants[4].position_offset = 2;
+    variants[4].n_encoder_layers = 2;
+    variants[5].n_decoder_layers = 3;
+    for (int v = 0; v < 6; v++) {
+        for (int type = 0; type < 3; type++) {
+            static name_lines loaded, want;
+            loaded.n = want.n = 0;
+            tsr_weight_source src = {.fetch = recording_fetch, .ctx = &loaded};
+            tessera_model *m = NULL;
+            /* The checking pass asks for every tensor it can read. */
+            char why[128];
+            const tsr_kernels *ks = tsr_kernels_lookup("scalar", why, sizeof why);
+            cr_assert(ks, "%s", why);
+            cr_assert_eq(tsr_model_build(&variants[v], ks, (tessera_compute_type)type, NULL, 1,
+                                         &src, &m, err, sizeof err), 0, "%s", err);
+            tessera_model_free(m);
+            cr_assert_eq(tessera_model_tensors(&variants[v], listed, &want, err, sizeof err), 0,
+                         "%s", err);
+            qsort(loaded.lines, loaded.n, sizeof loaded.lines[0], by_line);
+            qsort(want.lines, want.n, sizeof want.lines[0], by_line);
+            cr_assert_eq(loaded.n, want.n, "variant %d, type %d: the loader asks for %zu tensors, "
+                         "the list has %zu", v, type, loaded.n, want.n);
+            for (size_t i = 0; i < want.n; i++)
+                cr_assert_str_eq(loaded.lines[i], want.lines[i], "variant %d, type %d: loader \"%s\", list \"%s\"", v, type, loaded.lines[i], want.lines[i]);
+        }
+    }
+}
