@@ -18,6 +18,12 @@ Marian's semantics, and where Marian's sources define them:
   decoder_start "zeros"; </s> is appended to every source: source_suffix;
 - <unk> is suppressed after the log-softmax unless allow-unk
   (src/translator/beam_search.cpp): banned_target_ids, mode log_probs;
+- transformer-ffn-activation gelu is x*sigmoid(1.702x) up to Marian v1.12.2 and
+  the erf form from v1.12.3 (commit d225c24d): activation "gelu_sigmoid" or
+  "gelu", told by model.yml's `version`, or --marian-gelu (gelu_form());
+- transformer-postprocess-emb "n" (with or without "d"): a LayerNorm after
+  embedding + position in both stacks, {encoder,decoder}_emb_ln_{scale,bias}_pre
+  (preProcess() in src/models/transformer.h): embedding_norm;
 - the output layer is the target embedding (tied-embeddings,
   tied-embeddings-all), or decoder_ff_logit_out_W [d, V] (models saved before
   2019) / decoder_ff_logit_out_Wt [V, d] (src/layers/output.cpp), plus
@@ -47,6 +53,9 @@ LAYER_NORM_EPS = 1e-6
 MAX_POSITIONS = 1024
 MAX_POSITIONS_LIMIT = 65536
 SPM_FILES = ("source.spm", "target.spm")
+# Marian's gelu: x*sigmoid(1.702x) before v1.12.3, erf from it (gelu_form()).
+GELU_ERF_SINCE = (1, 12, 3)
+GELU_FORMS = {"sigmoid": "gelu_sigmoid", "erf": "gelu"}
 
 
 class ConvertError(Exception):
@@ -256,7 +265,51 @@ def text(options, key, default):
     return value
 
 
-def architecture(options):
+def gelu_form(options, override):
+    """"gelu_sigmoid" or "gelu": which gelu a Marian model was trained with.
+
+    Marian's gelu() was x * sigmoid(1.702 x) (SwishNodeOp with 1.702,
+    src/graph/expression_operators.cpp) until commit d225c24d (2023-03-01),
+    which made it the erf form (GeluNodeOp, src/graph/node_operators_unary.h)
+    and set VERSION to v1.12.3: the release v1.12.0 and v1.12.1-2 still have the
+    sigmoid. model.yml's `version` is the Marian that saved the model
+    (EncoderDecoder::getModelParameters: buildVersion(), "v1.12.0 65bf82ff
+    2023-02-21 09:56:29 -0800"), so the last training ran with its gelu."""
+    if override:
+        version = marian_version(options.get("version"), patch=True)
+        implied = None if version is None else ("erf" if version >= GELU_ERF_SINCE else "sigmoid")
+        if implied and implied != override:
+            note("--marian-gelu %s overrides the %s form model.yml's version %s implies"
+                 % (override, implied, str(options.get("version")).split()[0]))
+        return GELU_FORMS[override]
+    version = marian_version(options.get("version"), patch=True)
+    if version is None:
+        refuse("transformer-ffn-activation", "gelu",
+               "model.yml has no Marian version (%s) to tell which gelu the model was trained "
+               "with: x*sigmoid(1.702x) before v1.12.3, the erf form from v1.12.3; pass "
+               "--marian-gelu sigmoid or --marian-gelu erf"
+               % ("version: %s" % json.dumps(options["version"]) if options.get("version")
+                  else "no 'version' key"))
+    return GELU_FORMS["erf" if version >= GELU_ERF_SINCE else "sigmoid"]
+
+
+def embedding_norm(options):
+    """True when transformer-postprocess-emb holds a LayerNorm. Marian applies
+    these ops with preProcess() (src/models/transformer.h, encoder and decoder
+    alike): 'd' dropout, 'n' layerNorm(prefix_ + "_emb", "_pre"), so the
+    tensors are {encoder,decoder}_emb_ln_{scale,bias}_pre; 'r' an RMSNorm;
+    anything else aborts Marian."""
+    emb = text(options, "transformer-postprocess-emb", "d")
+    if "r" in emb:
+        refuse("transformer-postprocess-emb", emb, "an RMSNorm after the embeddings is not supported")
+    if set(emb) - set("dn") or emb.count("n") > 1:
+        refuse("transformer-postprocess-emb", emb,
+               "only 'd' (dropout), and at most one 'n' (a LayerNorm after the embeddings), "
+               "are supported")
+    return "n" in emb
+
+
+def architecture(options, marian_gelu=None):
     """What the options say, checked: a dict of the choices tessera needs."""
     kind = options.get("type")
     if kind != "transformer":
@@ -297,10 +350,10 @@ def architecture(options):
 
     activation = text(options, "transformer-ffn-activation", "swish")
     activations = {"swish": "silu", "relu": "relu"}
+    if activation == "gelu":
+        activations["gelu"] = gelu_form(options, marian_gelu)
     if activation not in activations:
-        why = ("Marian's gelu (x * sigmoid(1.702 x) before Marian 1.12, the erf form after) "
-               "is not supported" if activation == "gelu" else "only swish and relu are supported")
-        refuse("transformer-ffn-activation", activation, why)
+        refuse("transformer-ffn-activation", activation, "only swish, relu and gelu are supported")
 
     pre = text(options, "transformer-preprocess", "")
     post = text(options, "transformer-postprocess", "dan")
@@ -311,10 +364,7 @@ def architecture(options):
     else:
         refuse("transformer-preprocess/transformer-postprocess", "%s/%s" % (pre, post),
                "only ''/'dan' (post-norm) and 'n'/'da' (pre-norm) are supported")
-    emb = text(options, "transformer-postprocess-emb", "d")
-    if emb.replace("d", ""):
-        refuse("transformer-postprocess-emb", emb,
-               "only 'd' (dropout: nothing at inference) is supported; no LayerNorm after the embeddings")
+    emb_norm = embedding_norm(options)
     top = text(options, "transformer-postprocess-top", "")
     if top.replace("d", "") not in ("", "n"):
         refuse("transformer-postprocess-top", top, "only '' or 'n' (a final LayerNorm) is supported")
@@ -330,6 +380,7 @@ def architecture(options):
         "activation": activations[activation],
         "norm_first": norm_first,
         "top_norm": "n" in top,
+        "emb_norm": emb_norm,
         "share_embeddings": tie_all or flag(options, "tied-embeddings-src"),
         "tie_output": tie_all or flag(options, "tied-embeddings"),
         "output_bias": not flag(options, "output-omit-bias"),
@@ -426,6 +477,9 @@ def select_tensors(t, arch, src_vocab, tgt_vocab):
         layer_norm(t, marian + "_context_Wo", torch + ".norm2", d, out, suffix)
         ffn(t, marian + "_ffn", torch, d, d_ff, out)
         layer_norm(t, marian + "_ffn_ffn", torch + ".norm3", d, out, suffix)
+    if arch["emb_norm"]:
+        layer_norm(t, "encoder_emb", "transformer.encoder.embedding_norm", d, out, "_pre")
+        layer_norm(t, "decoder_emb", "transformer.decoder.embedding_norm", d, out, "_pre")
     if arch["top_norm"]:
         layer_norm(t, "encoder_top", "transformer.encoder.norm", d, out)
         layer_norm(t, "decoder_top", "transformer.decoder.norm", d, out)
@@ -538,10 +592,14 @@ def build_config(arch, src_vocab, tgt_vocab, src_pieces, tgt_pieces, decoder, vo
     return config
 
 
-def marian_version(text):
-    """(major, minor) from model.yml's `version` ("v1.10.0 6f6d484 2021-02-06 ..."), or None."""
-    match = re.match(r"\s*v?(\d+)\.(\d+)", str(text or ""))
-    return (int(match.group(1)), int(match.group(2))) if match else None
+def marian_version(text, patch=False):
+    """(major, minor) from model.yml's `version` ("v1.10.0 6f6d484 2021-02-06 ..."), or
+    (major, minor, patch) with patch=True (a missing patch is 0); None if unparsable."""
+    match = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    if not match:
+        return None
+    parts = (int(match.group(1)), int(match.group(2)))
+    return parts + (int(match.group(3) or 0),) if patch else parts
 
 
 def prenorm_notes(version_text):
@@ -560,7 +618,7 @@ def prenorm_notes(version_text):
              "as Marian's training and scoring do, so translations may differ from Marian's")
 
 
-def convert(input_path, out_dir):
+def convert(input_path, out_dir, marian_gelu=None):
     npz_path, decoder_path, directory = locate(input_path)
     decoder = load_yaml(decoder_path) if decoder_path else {}
     models = decoder.get("models")
@@ -568,7 +626,7 @@ def convert(input_path, out_dir):
         raise ConvertError("decoder.yml: models: an ensemble of %d models; tessera runs one" % len(models))
     items, meta = read_npz(npz_path)
     options = model_options(meta, npz_path)
-    arch = architecture(options)
+    arch = architecture(options, marian_gelu)
     t = Tensors(items)
     if t.has("Wpos"):
         raise ConvertError("tensor 'Wpos': learned positions are not supported")
@@ -632,9 +690,13 @@ def main(argv):
                                       "or the .npz file")
     parser.add_argument("out_dir", help="model directory to write (created if needed)")
     parser.add_argument("--from", dest="source_format", choices=["marian"], default="marian")
+    parser.add_argument("--marian-gelu", choices=sorted(GELU_FORMS),
+                        help="which gelu a 'transformer-ffn-activation: gelu' model was trained "
+                             "with: sigmoid (x*sigmoid(1.702x), Marian before v1.12.3) or erf "
+                             "(from v1.12.3); default: from model.yml's version")
     args = parser.parse_args(argv)
     try:
-        convert(args.input, args.out_dir)
+        convert(args.input, args.out_dir, args.marian_gelu)
     except ConvertError as e:
         print("%s: error: %s" % (PROG, e), file=sys.stderr)
         return 1

@@ -15,8 +15,12 @@ one `type: transformer` builds) computes, written from Marian's sources:
   add) after it; LayerNorm (x - mean) / sqrt(var + 1e-6) * scale + bias (the
   eps of layerNorm() in src/layers/generic.h); attention softmax(q k^T /
   sqrt(d_head)) v per head, W stored [in, out]; FFN W2 act(W1 x + b1) + b2 with
-  swish (x * sigmoid(x)) or relu; transformer-postprocess-top "n" a final
-  LayerNorm ({encoder,decoder}_top_ln_*).
+  swish (x * sigmoid(x)), relu or gelu (x * sigmoid(1.702 x) when model.yml's
+  version is below v1.12.3, 0.5 x (1 + erf(x / sqrt 2)) from it: commit
+  d225c24d in src/graph/expression_operators.cpp); transformer-postprocess-top
+  "n" a final LayerNorm ({encoder,decoder}_top_ln_*).
+- transformer-postprocess-emb, applied with preProcess() to embedding +
+  position in both stacks: "n" a LayerNorm {encoder,decoder}_emb_ln_*_pre.
 - Decoder: the first input is a zero vector (embeddingsFromPrediction /
   embeddingsFromBatch in src/models/decoder.h), so its input is PE[0]; later
   inputs are the previous tokens' embeddings times sqrt(d) plus PE[p].
@@ -98,179 +102,29 @@ def ops(options, key, default):
     return "" if value is None else str(value)
 
 
-class MarianModel:
-    """A Marian transformer read from its directory, run in float64."""
+def gelu_by_version(version):
+    """"sigmoid" or "erf": Marian's gelu() was Expression<SwishNodeOp>(a, 1.702f)
+    (x * sigmoid(1.702 x)) until commit d225c24d, which made it GeluNodeOp
+    (0.5 x (1 + erf(x / sqrt 2))) and bumped VERSION from v1.12.2 to v1.12.3.
+    `version` is model.yml's ("v1.11.0 f00d062 2022-02-08 ..."); no version is
+    an error here (the converter asks the user)."""
+    parts = str(version or "").split()
+    numbers = parts[0].lstrip("v").split(".") if parts else []
+    if len(numbers) < 2 or not all(n.isdigit() for n in numbers[:3]):
+        raise ValueError("gelu model without a Marian version: pass gelu='sigmoid' or 'erf'")
+    key = tuple(int(n) for n in (numbers + ["0"])[:3])
+    return "erf" if key >= (1, 12, 3) else "sigmoid"
 
-    def __init__(self, model_dir, legacy_prenorm_history=False):
-        npz = sorted(glob.glob(os.path.join(model_dir, "*.npz")))
-        if len(npz) != 1:
-            raise ValueError("%s: expected one *.npz, found %d" % (model_dir, len(npz)))
-        with np.load(npz[0], allow_pickle=False) as archive:
-            items = {name: archive[name] for name in archive.files}
-        meta = items.pop(META_ITEM).tobytes().split(b"\0")[0].decode("utf-8")
-        self.options = read_yaml_text(meta)
-        self.w = {name: array.astype(np.float64) for name, array in items.items()}
-        with open(os.path.join(model_dir, "decoder.yml"), encoding="utf-8") as f:
-            self.decoder_options = read_yaml_text(f.read())
-        vocab_paths = [os.path.join(model_dir, v) for v in self.decoder_options["vocabs"]]
-        src_vocab, tgt_vocab = read_vocab(vocab_paths[0]), read_vocab(vocab_paths[-1])
-        self.src_eos = src_vocab[EOS_PIECE]
-        self.eos = tgt_vocab[EOS_PIECE]
-        self.unk = tgt_vocab[UNK_PIECE]
-        allow_unk = self.decoder_options.get("allow-unk", False) is True
-        self.banned = [] if allow_unk else [self.unk]
-        o = self.options
-        if o.get("type") != "transformer":
-            raise ValueError("not a transformer: type %r" % o.get("type"))
-        self.dim = int(o["dim-emb"])
-        self.heads = int(o["transformer-heads"])
-        self.enc_depth = int(o["enc-depth"])
-        self.dec_depth = int(o["dec-depth"])
-        self.activation = o.get("transformer-ffn-activation", "swish")
-        self.pre = ops(o, "transformer-preprocess", "")
-        self.post = ops(o, "transformer-postprocess", "dan")
-        self.top = ops(o, "transformer-postprocess-top", "")
-        if self.activation not in ("swish", "relu"):
-            raise ValueError("activation %r" % self.activation)
-        if set(self.pre) - set("dn") or set(self.post) - set("dan") or set(self.top) - set("dn"):
-            raise ValueError("unsupported pre/postprocess ops")
-        tie_all = o.get("tied-embeddings-all", False) or o.get("tied-embeddings-src", False)
-        self.src_emb = self.w["Wemb"] if tie_all else self.w["encoder_Wemb"]
-        self.tgt_emb = self.w["Wemb"] if tie_all else self.w["decoder_Wemb"]
-        if o.get("tied-embeddings", False) or o.get("tied-embeddings-all", False):
-            self.out_w = self.tgt_emb.T
-        elif "decoder_ff_logit_out_W" in self.w:
-            self.out_w = self.w["decoder_ff_logit_out_W"]
-        else:
-            self.out_w = self.w["decoder_ff_logit_out_Wt"].T
-        self.out_b = (np.zeros(self.out_w.shape[1]) if o.get("output-omit-bias", False)
-                      else self.w["decoder_ff_logit_out_b"].reshape(-1))
-        self.legacy_prenorm_history = legacy_prenorm_history
-        # tessera's search reads these (tools/tessera_torch.py beam_search).
-        self.config = {"max_positions": 1024, "eos_id": self.eos, "bos_id": None,
-                       "tgt_vocab_size": self.out_w.shape[1]}
 
-    # ---- building blocks ----------------------------------------------------
+class TesseraSearch:
+    """tessera's score, greedy and beam search over a model's log-probabilities.
 
-    def positions(self, start, count):
-        half = self.dim // 2
-        p = np.arange(start, start + count, dtype=np.float64)[:, None]
-        i = np.arange(self.dim) % half
-        angle = p * np.exp(i * -(math.log(10000.0) / (half - 1)))
-        return np.where(np.arange(self.dim) < half, np.sin(angle), np.cos(angle))
-
-    def layer_norm(self, x, prefix, suffix=""):
-        scale = self.w[prefix + "_ln_scale" + suffix].reshape(-1)
-        bias = self.w[prefix + "_ln_bias" + suffix].reshape(-1)
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return scale * (x - mean) / np.sqrt(var + LAYER_NORM_EPS) + bias
-
-    def preprocess(self, x, prefix):
-        for op in self.pre:
-            if op == "n":
-                x = self.layer_norm(x, prefix, "_pre")
-        return x
-
-    def postprocess(self, y, x, prefix, operations=None):
-        for op in self.post if operations is None else operations:
-            if op == "a":
-                y = y + x
-            elif op == "n":
-                y = self.layer_norm(y, prefix)
-        return y
-
-    def affine(self, x, name_w, name_b):
-        return x @ self.w[name_w] + self.w[name_b].reshape(-1)
-
-    def multi_head(self, prefix, q_in, kv_in, causal):
-        """Marian's MultiHead: q_in [n, d], kv_in [m, d]; causal masks j > i + (m - n)."""
-        n, m, h = q_in.shape[0], kv_in.shape[0], self.heads
-        dk = self.dim // h
-        q = self.affine(q_in, prefix + "_Wq", prefix + "_bq").reshape(n, h, dk).transpose(1, 0, 2)
-        k = self.affine(kv_in, prefix + "_Wk", prefix + "_bk").reshape(m, h, dk).transpose(1, 0, 2)
-        v = self.affine(kv_in, prefix + "_Wv", prefix + "_bv").reshape(m, h, dk).transpose(1, 0, 2)
-        z = q @ k.transpose(0, 2, 1) / math.sqrt(dk)
-        if causal:
-            allowed = np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n)
-            z = np.where(allowed[None], z, -np.inf)
-        z = z - z.max(-1, keepdims=True)
-        weights = np.exp(z)
-        weights /= weights.sum(-1, keepdims=True)
-        out = (weights @ v).transpose(1, 0, 2).reshape(n, self.dim)
-        return self.affine(out, prefix + "_Wo", prefix + "_bo")
-
-    def attention_block(self, prefix, x, memory=None, causal=False):
-        """LayerAttention: self-attention (memory None; keys/values the
-        normalised input) or cross-attention over memory."""
-        normed = self.preprocess(x, prefix + "_Wo")
-        kv = normed if memory is None else memory
-        return self.postprocess(self.multi_head(prefix, normed, kv, causal), x, prefix + "_Wo")
-
-    def ffn_block(self, prefix, x):
-        normed = self.preprocess(x, prefix + "_ffn")
-        hidden = self.affine(normed, prefix + "_W1", prefix + "_b1")
-        if self.activation == "relu":
-            hidden = np.maximum(hidden, 0.0)
-        else:
-            hidden = hidden / (1.0 + np.exp(-hidden))
-        out = self.affine(hidden, prefix + "_W2", prefix + "_b2")
-        return self.postprocess(out, x, prefix + "_ffn")
-
-    def top_norm(self, x, stack):
-        for op in self.top:
-            if op == "n":
-                x = self.layer_norm(x, stack + "_top")
-        return x
-
-    # ---- encoder and decoder ------------------------------------------------
-
-    def encode(self, src_ids):
-        """Encoder output [len(src) + 1, d]: the source with </s> appended."""
-        ids = list(src_ids) + [self.src_eos]
-        x = self.src_emb[ids] * math.sqrt(self.dim) + self.positions(0, len(ids))
-        for i in range(1, self.enc_depth + 1):
-            x = self.attention_block("encoder_l%d_self" % i, x)
-            x = self.ffn_block("encoder_l%d_ffn" % i, x)
-        return self.top_norm(x, "encoder")
-
-    def decoder_inputs(self, tokens):
-        """Embeddings of [start] + tokens: a zero vector first, then scaled rows; plus PE."""
-        x = np.zeros((len(tokens) + 1, self.dim))
-        if tokens:
-            x[1:] = self.tgt_emb[list(tokens)] * math.sqrt(self.dim)
-        return x + self.positions(0, len(tokens) + 1)
-
-    def decode_logits(self, memory, tokens):
-        """Logits [len(tokens) + 1, V] of the decoder fed [start] + tokens (causal)."""
-        if self.legacy_prenorm_history and self.pre:
-            return self._decode_incremental(memory, tokens)
-        x = self.decoder_inputs(tokens)
-        for i in range(1, self.dec_depth + 1):
-            x = self.attention_block("decoder_l%d_self" % i, x, causal=True)
-            x = self.attention_block("decoder_l%d_context" % i, x, memory=memory)
-            x = self.ffn_block("decoder_l%d_ffn" % i, x)
-        return self.top_norm(x, "decoder") @ self.out_w + self.out_b
-
-    def _decode_incremental(self, memory, tokens):
-        """Marian's step-by-step decoding: position p's self-attention keys and
-        values are the layer inputs of positions 0..p, normalised only at p == 0
-        (DecoderLayerSelfAttention + LayerAttention's `input == keys` test)."""
-        inputs = self.decoder_inputs(tokens)
-        history = [[] for _ in range(self.dec_depth)]
-        rows = []
-        for p in range(len(tokens) + 1):
-            x = inputs[p:p + 1]
-            for i in range(1, self.dec_depth + 1):
-                prefix = "decoder_l%d_self" % i
-                history[i - 1].append(x)
-                normed = self.preprocess(x, prefix + "_Wo")
-                kv = normed if p == 0 else np.concatenate(history[i - 1])
-                x = self.postprocess(self.multi_head(prefix, normed, kv, False), x, prefix + "_Wo")
-                x = self.attention_block("decoder_l%d_context" % i, x, memory=memory)
-                x = self.ffn_block("decoder_l%d_ffn" % i, x)
-            rows.append(self.top_norm(x, "decoder") @ self.out_w + self.out_b)
-        return np.concatenate(rows)
+    A model class provides encode(src_ids) -> memory, decode_logits(memory,
+    tokens) -> logits [len(tokens) + 1, V] of the decoder fed [start] + tokens,
+    self.eos, self.banned (ids set to -inf for the search's choices) and
+    self.config["max_positions"]. Shared by marian_reference.py and
+    opennmt_reference.py, so that both families' fixtures are decided by the
+    same port of tools/tessera_torch.py's search."""
 
     @staticmethod
     def log_softmax(z):
@@ -385,6 +239,197 @@ class MarianModel:
         best = finished[:n_best]
         return best + [MISSING_HYPOTHESIS] * (n_best - len(best)), margin
 
+
+class MarianModel(TesseraSearch):
+    """A Marian transformer read from its directory, run in float64."""
+
+    def __init__(self, model_dir, legacy_prenorm_history=False, gelu=None):
+        npz = sorted(glob.glob(os.path.join(model_dir, "*.npz")))
+        if len(npz) != 1:
+            raise ValueError("%s: expected one *.npz, found %d" % (model_dir, len(npz)))
+        with np.load(npz[0], allow_pickle=False) as archive:
+            items = {name: archive[name] for name in archive.files}
+        meta = items.pop(META_ITEM).tobytes().split(b"\0")[0].decode("utf-8")
+        self.options = read_yaml_text(meta)
+        self.w = {name: array.astype(np.float64) for name, array in items.items()}
+        with open(os.path.join(model_dir, "decoder.yml"), encoding="utf-8") as f:
+            self.decoder_options = read_yaml_text(f.read())
+        vocab_paths = [os.path.join(model_dir, v) for v in self.decoder_options["vocabs"]]
+        src_vocab, tgt_vocab = read_vocab(vocab_paths[0]), read_vocab(vocab_paths[-1])
+        self.src_eos = src_vocab[EOS_PIECE]
+        self.eos = tgt_vocab[EOS_PIECE]
+        self.unk = tgt_vocab[UNK_PIECE]
+        allow_unk = self.decoder_options.get("allow-unk", False) is True
+        self.banned = [] if allow_unk else [self.unk]
+        o = self.options
+        if o.get("type") != "transformer":
+            raise ValueError("not a transformer: type %r" % o.get("type"))
+        self.dim = int(o["dim-emb"])
+        self.heads = int(o["transformer-heads"])
+        self.enc_depth = int(o["enc-depth"])
+        self.dec_depth = int(o["dec-depth"])
+        self.activation = o.get("transformer-ffn-activation", "swish")
+        self.pre = ops(o, "transformer-preprocess", "")
+        self.post = ops(o, "transformer-postprocess", "dan")
+        self.top = ops(o, "transformer-postprocess-top", "")
+        self.emb_ops = ops(o, "transformer-postprocess-emb", "d")
+        if self.activation == "gelu":
+            self.activation = "gelu_" + (gelu or gelu_by_version(o.get("version")))
+        if self.activation not in ("swish", "relu", "gelu_sigmoid", "gelu_erf"):
+            raise ValueError("activation %r" % self.activation)
+        if set(self.pre) - set("dn") or set(self.post) - set("dan") or set(self.top) - set("dn") \
+                or set(self.emb_ops) - set("dn"):
+            raise ValueError("unsupported pre/postprocess ops")
+        tie_all = o.get("tied-embeddings-all", False) or o.get("tied-embeddings-src", False)
+        self.src_emb = self.w["Wemb"] if tie_all else self.w["encoder_Wemb"]
+        self.tgt_emb = self.w["Wemb"] if tie_all else self.w["decoder_Wemb"]
+        if o.get("tied-embeddings", False) or o.get("tied-embeddings-all", False):
+            self.out_w = self.tgt_emb.T
+        elif "decoder_ff_logit_out_W" in self.w:
+            self.out_w = self.w["decoder_ff_logit_out_W"]
+        else:
+            self.out_w = self.w["decoder_ff_logit_out_Wt"].T
+        self.out_b = (np.zeros(self.out_w.shape[1]) if o.get("output-omit-bias", False)
+                      else self.w["decoder_ff_logit_out_b"].reshape(-1))
+        self.legacy_prenorm_history = legacy_prenorm_history
+        # tessera's search reads these (tools/tessera_torch.py beam_search).
+        self.config = {"max_positions": 1024, "eos_id": self.eos, "bos_id": None,
+                       "tgt_vocab_size": self.out_w.shape[1]}
+
+    # ---- building blocks ----------------------------------------------------
+
+    def positions(self, start, count):
+        half = self.dim // 2
+        p = np.arange(start, start + count, dtype=np.float64)[:, None]
+        i = np.arange(self.dim) % half
+        angle = p * np.exp(i * -(math.log(10000.0) / (half - 1)))
+        return np.where(np.arange(self.dim) < half, np.sin(angle), np.cos(angle))
+
+    def layer_norm(self, x, prefix, suffix=""):
+        scale = self.w[prefix + "_ln_scale" + suffix].reshape(-1)
+        bias = self.w[prefix + "_ln_bias" + suffix].reshape(-1)
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return scale * (x - mean) / np.sqrt(var + LAYER_NORM_EPS) + bias
+
+    def preprocess(self, x, prefix):
+        for op in self.pre:
+            if op == "n":
+                x = self.layer_norm(x, prefix, "_pre")
+        return x
+
+    def postprocess(self, y, x, prefix, operations=None):
+        for op in self.post if operations is None else operations:
+            if op == "a":
+                y = y + x
+            elif op == "n":
+                y = self.layer_norm(y, prefix)
+        return y
+
+    def affine(self, x, name_w, name_b):
+        return x @ self.w[name_w] + self.w[name_b].reshape(-1)
+
+    def multi_head(self, prefix, q_in, kv_in, causal):
+        """Marian's MultiHead: q_in [n, d], kv_in [m, d]; causal masks j > i + (m - n)."""
+        n, m, h = q_in.shape[0], kv_in.shape[0], self.heads
+        dk = self.dim // h
+        q = self.affine(q_in, prefix + "_Wq", prefix + "_bq").reshape(n, h, dk).transpose(1, 0, 2)
+        k = self.affine(kv_in, prefix + "_Wk", prefix + "_bk").reshape(m, h, dk).transpose(1, 0, 2)
+        v = self.affine(kv_in, prefix + "_Wv", prefix + "_bv").reshape(m, h, dk).transpose(1, 0, 2)
+        z = q @ k.transpose(0, 2, 1) / math.sqrt(dk)
+        if causal:
+            allowed = np.arange(m)[None, :] <= np.arange(n)[:, None] + (m - n)
+            z = np.where(allowed[None], z, -np.inf)
+        z = z - z.max(-1, keepdims=True)
+        weights = np.exp(z)
+        weights /= weights.sum(-1, keepdims=True)
+        out = (weights @ v).transpose(1, 0, 2).reshape(n, self.dim)
+        return self.affine(out, prefix + "_Wo", prefix + "_bo")
+
+    def attention_block(self, prefix, x, memory=None, causal=False):
+        """LayerAttention: self-attention (memory None; keys/values the
+        normalised input) or cross-attention over memory."""
+        normed = self.preprocess(x, prefix + "_Wo")
+        kv = normed if memory is None else memory
+        return self.postprocess(self.multi_head(prefix, normed, kv, causal), x, prefix + "_Wo")
+
+    def ffn_block(self, prefix, x):
+        normed = self.preprocess(x, prefix + "_ffn")
+        hidden = self.affine(normed, prefix + "_W1", prefix + "_b1")
+        if self.activation == "relu":
+            hidden = np.maximum(hidden, 0.0)
+        elif self.activation == "gelu_erf":
+            hidden = 0.5 * hidden * (1.0 + np.vectorize(math.erf)(hidden / math.sqrt(2.0)))
+        elif self.activation == "gelu_sigmoid":
+            hidden = hidden / (1.0 + np.exp(-1.702 * hidden))
+        else:
+            hidden = hidden / (1.0 + np.exp(-hidden))
+        out = self.affine(hidden, prefix + "_W2", prefix + "_b2")
+        return self.postprocess(out, x, prefix + "_ffn")
+
+    def embedding_ops(self, x, stack):
+        """transformer-postprocess-emb, applied by preProcess(): 'n' is the
+        LayerNorm {stack}_emb_ln_{scale,bias}_pre; 'd' is dropout (nothing)."""
+        for op in self.emb_ops:
+            if op == "n":
+                x = self.layer_norm(x, stack + "_emb", "_pre")
+        return x
+
+    def top_norm(self, x, stack):
+        for op in self.top:
+            if op == "n":
+                x = self.layer_norm(x, stack + "_top")
+        return x
+
+    # ---- encoder and decoder ------------------------------------------------
+
+    def encode(self, src_ids):
+        """Encoder output [len(src) + 1, d]: the source with </s> appended."""
+        ids = list(src_ids) + [self.src_eos]
+        x = self.src_emb[ids] * math.sqrt(self.dim) + self.positions(0, len(ids))
+        x = self.embedding_ops(x, "encoder")
+        for i in range(1, self.enc_depth + 1):
+            x = self.attention_block("encoder_l%d_self" % i, x)
+            x = self.ffn_block("encoder_l%d_ffn" % i, x)
+        return self.top_norm(x, "encoder")
+
+    def decoder_inputs(self, tokens):
+        """Embeddings of [start] + tokens: a zero vector first, then scaled rows; plus PE."""
+        x = np.zeros((len(tokens) + 1, self.dim))
+        if tokens:
+            x[1:] = self.tgt_emb[list(tokens)] * math.sqrt(self.dim)
+        return self.embedding_ops(x + self.positions(0, len(tokens) + 1), "decoder")
+
+    def decode_logits(self, memory, tokens):
+        """Logits [len(tokens) + 1, V] of the decoder fed [start] + tokens (causal)."""
+        if self.legacy_prenorm_history and self.pre:
+            return self._decode_incremental(memory, tokens)
+        x = self.decoder_inputs(tokens)
+        for i in range(1, self.dec_depth + 1):
+            x = self.attention_block("decoder_l%d_self" % i, x, causal=True)
+            x = self.attention_block("decoder_l%d_context" % i, x, memory=memory)
+            x = self.ffn_block("decoder_l%d_ffn" % i, x)
+        return self.top_norm(x, "decoder") @ self.out_w + self.out_b
+
+    def _decode_incremental(self, memory, tokens):
+        """Marian's step-by-step decoding: position p's self-attention keys and
+        values are the layer inputs of positions 0..p, normalised only at p == 0
+        (DecoderLayerSelfAttention + LayerAttention's `input == keys` test)."""
+        inputs = self.decoder_inputs(tokens)
+        history = [[] for _ in range(self.dec_depth)]
+        rows = []
+        for p in range(len(tokens) + 1):
+            x = inputs[p:p + 1]
+            for i in range(1, self.dec_depth + 1):
+                prefix = "decoder_l%d_self" % i
+                history[i - 1].append(x)
+                normed = self.preprocess(x, prefix + "_Wo")
+                kv = normed if p == 0 else np.concatenate(history[i - 1])
+                x = self.postprocess(self.multi_head(prefix, normed, kv, False), x, prefix + "_Wo")
+                x = self.attention_block("decoder_l%d_context" % i, x, memory=memory)
+                x = self.ffn_block("decoder_l%d_ffn" % i, x)
+            rows.append(self.top_norm(x, "decoder") @ self.out_w + self.out_b)
+        return np.concatenate(rows)
 
 def check_search_against_tessera_torch(model, sources, beam, max_len, length_penalty, n_best):
     """Runs tools/tessera_torch.py's own beam_search on `model` (its _beam_step
