@@ -315,14 +315,14 @@ static int step(search *b, char *err, size_t err_len)
                 /* Forced: the prefix token is the only candidate, scored by
                  * the model as it is. */
                 int32_t tok = b->prefix[si].ids[h->len];
-                tsr_head_log_softmax(b->ex, lp, 0);
+                tsr_head_log_softmax(b->ex, lp, -1);
                 b->tops[r * keep] = (candidate){b->row_score[r] + (double)lp[tok], b->row_hyp[r], tok};
                 b->n_top[r] = 1;
                 continue;
             }
             if (b->rules.active)
                 tsr_rules_apply(&b->rules, lp, h->tokens, h->len);
-            tsr_head_log_softmax(b->ex, lp, 1);
+            tsr_head_log_softmax(b->ex, lp, (long)h->len);
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
         }

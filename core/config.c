@@ -47,6 +47,7 @@ static const int_key int_keys[] = {
     {"unk_id", offsetof(tessera_config, unk_id), 0},
     {"position_offset", offsetof(tessera_config, position_offset), 0},
     {"alignment_heads", offsetof(tessera_config, alignment_heads), 0},
+    {"min_target_length", offsetof(tessera_config, min_target_length), 0},
 };
 
 typedef struct bool_key {
@@ -461,6 +462,9 @@ static int validate_family_keys(const tessera_config *c, int has_decoder, char *
     if (c->alignment_layer < 0 || c->alignment_layer > (has_decoder ? c->n_decoder_layers : 0))
         return tsr_fail(err, err_len, "key 'alignment_layer': %d is not a decoder layer",
                         c->alignment_layer - 1);
+    if (check_range("min_target_length", c->min_target_length, 0, c->max_positions, "", err,
+                    err_len))
+        return -1;
     if (check_range("alignment_heads", c->alignment_heads, 0, c->n_heads + 1, " (0: all, n_heads)",
                     err, err_len))
         return -1;

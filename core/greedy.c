@@ -59,14 +59,14 @@ static int32_t choose(const tsr_exec *ex, greedy_state *g, size_t limit, size_t 
     if (g->rules.active)
         tsr_rules_apply(&g->rules, row, g->ids + s * limit, len);
     if (g->sampling) {
-        tsr_head_log_softmax(ex, row, 1);
+        tsr_head_log_softmax(ex, row, (long)len);
         double u = tsr_sample_uniform(g->key[s], g->draws[s]++);
         int32_t tok = tsr_sample(&g->sampler, row, V, u, scratch);
         if (tok >= 0)
             *logprob = row[tok];
         return tok;
     }
-    return tsr_head_best(ex, row, logprob);
+    return tsr_head_best(ex, row, len, logprob);
 }
 
 static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
@@ -97,6 +97,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
 #pragma omp for schedule(static)
                 for (long li = 0; li < (long)active; li++)
                     g->next[li] = tsr_head_best(ex, logits->p + (size_t)li * V,
+                                                g->len[g->seqs[li].sentence],
                                                 &g->step_logprob[li]);
             } else {
 #pragma omp for schedule(static)

@@ -19,20 +19,22 @@
  * tsr_head_log_softmax): a scored or forced token keeps its probability. */
 void tsr_head_logits(const tsr_exec *ex, const float *hidden, size_t rows, float *logits);
 
-/* A row of logits made log-probabilities, in place; `choosing` (a free
- * choice of the search, not a forced or scored token): the model's banned
- * ids made -inf, before the softmax (banned_target_ids_mode "logits") or
- * after it ("log_probs"). */
-void tsr_head_log_softmax(const tsr_exec *ex, float *row, int choosing);
+/* A row of logits made log-probabilities, in place. choosing_len >= 0: a
+ * free choice of the search for a hypothesis of that many tokens (-1: a
+ * forced or scored token): what the model bans (banned_target_ids, and eos
+ * below min_target_length) made -inf, before the softmax
+ * (banned_target_ids_mode "logits") or after it ("log_probs"). */
+void tsr_head_log_softmax(const tsr_exec *ex, float *row, long choosing_len);
 
 /* The log-probability of token `tok` under a row of logits. */
 float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok);
 
-/* The most likely token of a row of logits that the model does not ban
+/* The most likely token of a row of logits that the model does not ban for
+ * a hypothesis of `len` tokens
  * (the first on ties) and its log-probability in *logprob (normalised over
  * the tokens left by bans before the softmax, over every token for bans
  * after it); -1 when no token is left (every logit -inf, as when rules
  * banned them all). The banned ids of the row become -inf. */
-int32_t tsr_head_best(const tsr_exec *ex, float *row, float *logprob);
+int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob);
 
 #endif

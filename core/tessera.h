@@ -125,6 +125,9 @@ typedef struct tessera_config {
      * the last; config.json counts from 0, -1 the last), averaged over its
      * first alignment_heads heads (0: all). */
     int alignment_layer, alignment_heads;
+    /* eos banned while a hypothesis is shorter (searches only, as
+     * banned_target_ids_mode says; fairseq's min_len 1) */
+    int min_target_length;
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes

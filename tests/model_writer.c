@@ -473,6 +473,11 @@ static char *with_family_keys(char *text, const tessera_config *c)
         snprintf(n, sizeof n, "%d", c->position_offset);
         text = append_key(text, "position_offset", n);
     }
+    if (c->min_target_length > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c->min_target_length);
+        text = append_key(text, "min_target_length", n);
+    }
     if (c->n_banned_target_ids > 0) {
         char *ids = id_list(c->banned_target_ids, c->n_banned_target_ids);
         text = append_key(text, "banned_target_ids", ids);

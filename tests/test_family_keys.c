@@ -486,3 +486,38 @@ Test(family_keys, start_from_eos_is_the_eos_row)
     mw_model_free(spelled);
     mw_model_free(keyed);
 }
+
+/* min_target_length: eos is banned for the search's free choices until a
+ * hypothesis has that many tokens; score is the model's own. A model whose
+ * eos bias makes every plain output empty. */
+Test(family_keys, min_target_length_holds_eos_back)
+{
+    char *dir = test_make_temp_dir();
+    char *a = subdir(dir, "plain"), *b = subdir(dir, "min3");
+    mw_model *model = mw_model_tiny(29);
+    mw_find(model, "generator.bias")->values[3] = 40; /* eos first, always */
+    mw_write(model, a);
+    model->config.min_target_length = 3;
+    mw_write(model, b);
+    tessera_model *plain = load(a, TESSERA_COMPUTE_F32), *keyed = load(b, TESSERA_COMPUTE_F32);
+    int32_t src_ids[3] = {4, 2, 9};
+    tessera_tokens src = {src_ids, 3};
+    for (int beam = 1; beam <= 4; beam += 3) {
+        tessera_hypothesis p = greedy(plain, &src, beam), k = greedy(keyed, &src, beam);
+        cr_expect_eq(p.len, 0, "beam %d: the plain model outputs %zu tokens", beam, p.len);
+        cr_expect_eq(k.len, 3, "beam %d: with min_target_length 3, %zu tokens (eos after 3)",
+                     beam, k.len);
+        free(p.ids), free(p.alignment), free(k.ids), free(k.alignment);
+    }
+    int32_t tgt_ids[1] = {5};
+    tessera_tokens tgt = {tgt_ids, 1};
+    float *sp = scores(plain, &src, &tgt), *sk = scores(keyed, &src, &tgt);
+    cr_expect(sp[0] == sk[0] && sp[1] == sk[1], "score changed: %.9g %.9g, %.9g %.9g", sp[0],
+              sp[1], sk[0], sk[1]);
+    free(sp), free(sk);
+    tessera_model_free(plain);
+    tessera_model_free(keyed);
+    mw_model_free(model);
+    test_remove_dir(dir);
+    free(a), free(b), free(dir);
+}

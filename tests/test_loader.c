@@ -802,6 +802,8 @@ Test(config, family_keys_are_checked)
     parse_fails(config_with("alignment_heads", "9", NULL),
                 "key 'alignment_heads': 9 is out of range [0, 9)", NULL);
     parse_fails(config_with("position_offset", "-1", NULL), "key 'position_offset'", NULL);
+    parse_fails(config_with("min_target_length", "1024", NULL),
+                "key 'min_target_length': 1024 is out of range [0, 1024)", NULL);
     parse_fails(config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL,
                             "tie_output_projection", "true", NULL),
                 "key 'tie_output_projection': an encoder alone has no target side", NULL);
