@@ -115,7 +115,8 @@ static void print_ids(const char *what, const int *ids, int n)
 static void print_family(const tessera_config *cfg)
 {
     static const char *const positions[] = {"sinusoid", "sinusoid_halves", "sinusoid_halves_t2t"};
-    printf("model family: %s; positions %s", cfg->family[0] ? cfg->family : "(not said)",
+    printf("model family: %s; computed positions (without a table in the file) %s",
+           cfg->family[0] ? cfg->family : "(not said)",
            positions[cfg->position_encoding]);
     if (cfg->tie_output_projection)
         printf("; output projection tied to the target embedding");
@@ -125,6 +126,10 @@ static void print_family(const tessera_config *cfg)
         printf("; decoder starts from a zero vector");
     if (cfg->n_source_suffix > 0)
         print_ids("source suffix", cfg->source_suffix, cfg->n_source_suffix);
+    if (cfg->position_offset > 0)
+        printf("; positions from row %d", cfg->position_offset);
+    if (cfg->min_target_length > 0)
+        printf("; no eos before %d target tokens", cfg->min_target_length);
     if (cfg->n_banned_target_ids > 0) {
         print_ids("banned target ids", cfg->banned_target_ids, cfg->n_banned_target_ids);
         printf(cfg->ban_logits ? " (before the softmax)" : " (after the softmax)");
