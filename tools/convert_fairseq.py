@@ -53,11 +53,12 @@ import json
 import math
 import os
 import pickle
-import struct
 import sys
 import zipfile
 
 import numpy as np
+
+from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
 
 PROG = "tessera-convert"
 FAMILY = "fairseq"
@@ -626,31 +627,6 @@ def sinusoid_table(rows, d):
     table = np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
     table[PAD] = 0.0
     return table.astype(np.float32)
-
-
-def write_safetensors(path, tensors, metadata):
-    """F32 safetensors: tensors in name order, the JSON header space-padded to 8 bytes."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for data in blobs:
-            f.write(data)
-
-
-def write_vocab(path, symbols):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for s in symbols:
-            f.write(s + "\n")
 
 
 # ---- the conversion ------------------------------------------------------------------

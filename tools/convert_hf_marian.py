@@ -58,6 +58,8 @@ import struct
 
 import numpy as np
 
+from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
+
 FAMILY = "hf-marian"
 LAYER_NORM_EPS = 1e-5             # nn.LayerNorm's default, as MarianEncoderLayer builds it
 MAX_POSITIONS_LIMIT = 65536
@@ -472,43 +474,6 @@ def select_tensors(t, arch, note):
 
 # ---- writing ------------------------------------------------------------------
 
-def _to_dtype(values, dtype):
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    if dtype == "F32":
-        return values.astype("<f4").tobytes()
-    if dtype == "F16":
-        if np.any(np.abs(values) > 65504):
-            raise HFMarianError("a tensor holds values beyond F16's range; convert with F32")
-        return values.astype("<f2").tobytes()
-    bits = values.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")   # to nearest even
-    return rounded.tobytes()
-
-
-def write_safetensors(path, tensors, dtype, metadata):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        data = _to_dtype(tensors[name], dtype)
-        header[name] = {"dtype": dtype, "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for data in blobs:
-            f.write(data)
-
-
-def write_vocab(path, pieces):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for piece in pieces:
-            f.write(piece + "\n")
-
-
 def convert(input_dir, out_dir, note=None, dtype="f32"):
     """Converts the HF MarianMT directory input_dir into out_dir; returns tessera's config.
 
@@ -617,8 +582,11 @@ def convert(input_dir, out_dir, note=None, dtype="f32"):
     }
     unused = sorted(set(tensors) - t.used)
     os.makedirs(out_dir, exist_ok=True)
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), selected, st_dtype,
-                      {"format": "pt", "converted_from": "hf-marian"})
+    try:
+        write_safetensors(os.path.join(out_dir, "model.safetensors"), selected,
+                          {"format": "pt", "converted_from": "hf-marian"}, st_dtype)
+    except ValueError as e:  # beyond F16's range
+        raise HFMarianError(str(e))
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
         json.dump(tessera_config, f, indent=2)
         f.write("\n")

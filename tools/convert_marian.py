@@ -41,11 +41,12 @@ import json
 import os
 import re
 import shutil
-import struct
 import sys
 
 import numpy as np
 import yaml
+
+from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
 
 PROG = "tessera-convert"
 META_ITEM = "special:model.yml"
@@ -494,32 +495,6 @@ def select_tensors(t, arch, src_vocab, tgt_vocab):
     if arch["output_bias"]:
         out["generator.bias"] = t.get("decoder_ff_logit_out_b", [1, tgt_vocab]).reshape(-1)
     return {name: np.ascontiguousarray(array, dtype=np.float32) for name, array in out.items()}
-
-
-def write_safetensors(path, tensors, metadata):
-    """F32 safetensors: tensors in name order, the JSON header space-padded to a
-    multiple of 8 bytes (the layout of tools/tessera_torch.py write_safetensors)."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for data in blobs:
-            f.write(data)
-
-
-def write_vocab(path, pieces):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for piece in pieces:
-            f.write(piece + "\n")
 
 
 # ---- the conversion -----------------------------------------------------------

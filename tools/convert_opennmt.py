@@ -64,10 +64,11 @@ numpy on the loaded tensors.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
+
+from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
 
 PROG = "tessera-convert"
 PE_ROWS = 5000
@@ -475,26 +476,6 @@ def select_tensors(ckpt, arch, src_vocab, tgt_vocab):
 
 
 # ---- writing ------------------------------------------------------------------
-
-def write_safetensors(path, tensors, metadata):
-    """F32 safetensors: tensors in name order, the JSON header space-padded to a
-    multiple of 8 bytes."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    header_bytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for data in blobs:
-            f.write(data)
-
 
 def convert_checkpoint(ckpt, source_name, out_dir):
     """Writes out_dir from a loaded checkpoint dict; returns the config."""
