@@ -56,6 +56,11 @@ static size_t family_models(void)
     if (family_count != SIZE_MAX)
         return family_count;
     family_count = 0;
+    /* .ci/no-avx512 runs under qemu the machine code make check ran
+     * natively, families included: there they add minutes and nothing else. */
+    const char *only = getenv("TESSERA_TEST_FAMILIES");
+    if (only && strcmp(only, "none") == 0)
+        return 0;
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/golden/families", test_srcdir());
     DIR *d = opendir(dir);

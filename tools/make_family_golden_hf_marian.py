@@ -50,7 +50,7 @@ def _load_writer():
 
 writer = _load_writer()
 
-VARIANTS = ["tied-f16", "separate-f32", "tied-gelu-f16"]
+VARIANTS = ["tied-f16", "separate-f32", "tied-gelu-f16", "untied-f16"]
 MAX_LEN = 20
 N_SENTENCES = 12
 N_CANDIDATES = 60
@@ -211,8 +211,10 @@ those of `tests/golden/` (`tests/golden/README.md`). For each variant of
   conversion by `tools/convert_hf_marian.py` (family `hf-marian`: positions
   `sinusoid_halves`, LayerNorm eps 1e-5, `bos_id` = `decoder_start_token_id`
   (the pad id) with `decoder_start` "bos", `source_suffix` [0],
-  `banned_target_ids` [pad], a tied or shared table stored once; F16 variants
-  are converted to F16, which keeps every value).
+  `banned_target_ids` [pad], a tied or shared table stored once, an untied
+  `lm_head.weight` (`tie_word_embeddings` false) written as
+  `generator.weight`; F16 variants are converted to F16, which keeps every
+  value).
 - `score.in` / `score.expected`: `SRC<TAB>TGT` and the log-probability of each
   TGT token then of `</s>` (`%.9g`). Sources without `</s>` (tessera appends
   it); one target is empty; some hold `<unk>` (1); none holds the pad id.
@@ -231,7 +233,7 @@ pad id is banned in the search's free choices: after the log-softmax
 (`banned_target_ids_mode` "log_probs", transformers >= 4.32 with
 NoBadWordsLogitsProcessor) for the variants whose `generation_config.json`
 has no `renormalize_logits`; before it ("logits": the log-softmax over the
-other ids, `score` too) for `hf-marian-tied-gelu-f16`, whose
+other ids; `score` is the forward pass, unbanned, in both modes) for `hf-marian-tied-gelu-f16`, whose
 `generation_config.json` sets `renormalize_logits` true (transformers then
 renormalises after the ban, as transformers before 4.32 did for every Marian
 model). Greedy takes the argmax of what is not banned either way. Sentences
@@ -253,7 +255,13 @@ DESCRIPTIONS = {
                     "stored, relu, target pad 45 (source `<pad>` 57)",
     "tied-gelu-f16": "F16, names without `model.`, `model.shared` as `shared.weight`, gelu, "
                      "`renormalize_logits` true",
+    "untied-f16": "F16, `tie_word_embeddings` false: one `model.shared.weight` (one "
+                  "vocabulary) and an independent `lm_head.weight`, swish, pad row zero",
 }
+
+# (share_embeddings, tie_output_projection) of the conversion
+TABLES = {(True, True): "shared + tied", (False, True): "tied",
+          (True, False): "shared, untied (`generator.weight`)", (False, False): "untied"}
 
 
 def write_readme(root, rows):
@@ -266,7 +274,7 @@ def write_readme(root, rows):
                      % (r["variant"], DESCRIPTIONS[r["variant"]], spec["d"], spec["heads"],
                         spec["ffn"], spec["enc_layers"], spec["dec_layers"], spec["src_vocab"],
                         spec["tgt_vocab"], spec["dtype"].upper(),
-                        "shared + tied" if config["share_embeddings"] else "tied",
+                        TABLES[config["share_embeddings"], config["tie_output_projection"]],
                         config["banned_target_ids"], config["banned_target_ids_mode"],
                         config["activation"], r["shift"], r["ended"], N_SENTENCES, r["distinct"],
                         r["beam"], r["size"]))
