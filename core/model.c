@@ -111,9 +111,11 @@ static int fetch_plain(builder *b, const char *name, const size_t *shape, size_t
                                  NULL, b->err, b->err_len)
                  : 0;
     if (b->checking) {
-        b->plain_floats = sat_add(b->plain_floats, whole_line_floats(count));
-        b->largest = count > b->largest ? count : b->largest;
-        b->n_jobs++;
+        if (rc == 0) { /* an absent optional tensor takes no room */
+            b->plain_floats = sat_add(b->plain_floats, whole_line_floats(count));
+            b->largest = count > b->largest ? count : b->largest;
+            b->n_jobs++;
+        }
         return rc;
     }
     if (rc != 0)
@@ -349,16 +351,19 @@ static int tied_table(builder *b, const size_t *shape)
 }
 
 /* A position table of `rows` rows: the file's, or when it holds none the
- * sinusoid of position_encoding (its room was counted all the same), or
- * with `or_none` NULL (the decoder then reads the encoder's). *out is NULL
- * in the checking pass. */
+ * sinusoid of position_encoding, or with `or_none` NULL (the decoder then
+ * reads the encoder's). *out is NULL in the checking pass. */
 static int position_table(builder *b, const char *name, size_t rows, int or_none, float **out)
 {
     tessera_model *m = b->m;
     size_t shape[3] = {rows, 1, m->d};
     int rc = fetch_plain(b, name, shape, 3, 1, 1, out);
-    if (rc != 1 || b->checking || or_none)
+    if (rc != 1 || or_none)
         return rc < 0 ? rc : 0;
+    if (b->checking) { /* the computed table's room */
+        b->plain_floats = sat_add(b->plain_floats, whole_line_floats(rows * m->d));
+        return 0;
+    }
     *out = model_alloc(m, rows * m->d);
     if (!*out)
         return out_of_memory(b, name);
