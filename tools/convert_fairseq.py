@@ -796,25 +796,3 @@ def convert(input_path, out_dir, note=default_note):
              "pre-norm" if arch["norm_first"] else "post-norm", arch["activation"],
              "learned" if arch["learned_enc"] else "sinusoidal"), file=sys.stderr)
     return config
-
-
-def main(argv):
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("input", help="directory with one *.pt and dict.SRC.txt / dict.TGT.txt, "
-                                      "or the .pt file")
-    parser.add_argument("out_dir", help="model directory to write (created if needed)")
-    parser.add_argument("--from", dest="source_format", choices=["fairseq"], default="fairseq")
-    args = parser.parse_args(argv)
-    try:
-        convert(args.input, args.out_dir)
-    except ConvertError as e:
-        print("%s: error: %s" % (PROG, e), file=sys.stderr)
-        return 1
-    except OSError as e:
-        print("%s: error: %s: %s" % (PROG, e.filename or "", e.strerror), file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -593,7 +593,7 @@ def prenorm_notes(version_text):
              "as Marian's training and scoring do, so translations may differ from Marian's")
 
 
-def convert(input_path, out_dir, marian_gelu=None):
+def convert(input_path, out_dir, note=note, marian_gelu=None):
     npz_path, decoder_path, directory = locate(input_path)
     decoder = load_yaml(decoder_path) if decoder_path else {}
     models = decoder.get("models")
@@ -654,32 +654,3 @@ def convert(input_path, out_dir, marian_gelu=None):
              config["activation"], ", copied " + " ".join(copied) if copied else ""),
           file=sys.stderr)
     return config
-
-
-def main(argv):
-    import argparse
-    parser = argparse.ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0],
-        epilog="example: %s opus-mt-en-de/ en-de/ --from marian" % PROG)
-    parser.add_argument("input", help="Marian model directory (one *.npz, decoder.yml, vocabulary *.yml) "
-                                      "or the .npz file")
-    parser.add_argument("out_dir", help="model directory to write (created if needed)")
-    parser.add_argument("--from", dest="source_format", choices=["marian"], default="marian")
-    parser.add_argument("--marian-gelu", choices=sorted(GELU_FORMS),
-                        help="which gelu a 'transformer-ffn-activation: gelu' model was trained "
-                             "with: sigmoid (x*sigmoid(1.702x), Marian before v1.12.3) or erf "
-                             "(from v1.12.3); default: from model.yml's version")
-    args = parser.parse_args(argv)
-    try:
-        convert(args.input, args.out_dir, args.marian_gelu)
-    except ConvertError as e:
-        print("%s: error: %s" % (PROG, e), file=sys.stderr)
-        return 1
-    except OSError as e:
-        print("%s: error: %s: %s" % (PROG, e.filename or "", e.strerror), file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
