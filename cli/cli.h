@@ -7,7 +7,6 @@
 #include <stdio.h>
 
 #include "core/tessera.h"
-#include "cli/vocab.h"
 
 /* Prints "tessera: MESSAGE" as one line on stderr. Returns 1 (the exit status
  * for every error) so callers can `return cli_error(...)`. */
@@ -28,6 +27,16 @@ int cli_fail(char *err, size_t err_len, const char *fmt, ...)
 #define CLI_BATCH_MAX 65536
 #define CLI_BATCH_TOKENS_MAX (1 << 24)
 
+/* How sentences are written on the command's lines (docs/model-format.md
+ * section 3): ids; pieces (vocabulary lines) separated by spaces; or text,
+ * through the model's tokenizers. */
+typedef enum cli_form {
+    CLI_FORM_DEFAULT = 0, /* text when the model has tokenizers, else ids */
+    CLI_IDS,
+    CLI_PIECES,
+    CLI_TEXT
+} cli_form;
+
 /* Options shared by translate and score (and some by bench). */
 typedef struct cli_options {
     const char *model_dir; /* as given to -m: a directory or an installed model's name */
@@ -39,7 +48,7 @@ typedef struct cli_options {
     int batch_given;
     int batch_tokens;      /* --batch-tokens: source tokens a batch holds at most; 0: no limit */
     size_t max_memory;     /* --max-memory: each worker's memory budget; 0: the default */
-    int tokens;
+    int form;              /* CLI_FORM_DEFAULT, or --ids, --pieces (--tokens), --text */
     tessera_translate_options translate;
     int n_best_given;
     int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */
@@ -65,6 +74,9 @@ int cli_parse_compute_type(const char *text, tessera_compute_type *out);
 /* Prints the --help lines of --compute-type. */
 void cli_usage_compute_type(FILE *f);
 
+/* Prints the --help lines of --text, --ids and --pieces (--tokens). */
+void cli_usage_forms(FILE *f);
+
 /* Prints the --help lines of --workers, --threads, --numa and --smt. */
 void cli_usage_threads(FILE *f);
 
@@ -80,20 +92,27 @@ int cli_parse_size(const char *flag, const char *text, size_t lo, size_t hi, siz
  * returns 0, or 1 after printing an error. */
 int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt);
 
-/* The model (and its vocabularies with --tokens), loaded for a subcommand. */
+/* The model (and its vocabularies for pieces), loaded for a subcommand. */
 typedef struct cli_model {
     tessera_model *model;
     const tessera_config *cfg;
     tessera_runtime **runtimes;       /* o->workers of them */
     int n_runtimes;
-    cli_vocab *src_vocab, *tgt_vocab; /* NULL without --tokens */
+    cli_form form;                    /* how its lines are read and written: never DEFAULT */
+    const tessera_vocabulary *src_vocab, *tgt_vocab; /* for pieces; else NULL */
+    tessera_vocabulary *owned_vocab[2]; /* loaded here when the model holds none */
     char dir[4096];                   /* the directory o->model_dir resolved to */
 } cli_model;
 
 /* Resolves o->model_dir (cli/model_path.h) and loads the model from there,
- * with its vocabularies under --tokens, and makes the workers' runtimes;
- * returns 0, or 1 after printing an error. */
+ * decides the form of its lines (o->form; by default text when the model
+ * has tokenizers), loads the vocabularies pieces need, and makes the
+ * workers' runtimes; returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
+
+/* The model's vocabularies (vocab.src.txt, vocab.tgt.txt) for pieces: the
+ * model's own, or read from its directory; 0, or -1 with the message in err. */
+int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len);
 void cli_model_close(cli_model *cm);
 /* 0 when a line's working memory (`need`, from tessera_translate_memory and
  * its kin for that line alone) fits the workers' memory budget; else -1 with
@@ -127,11 +146,17 @@ typedef struct cli_ids {
     size_t len, cap;
 } cli_ids;
 
-/* Parses one sentence (ids, or tokens through vocab when vocab != NULL) and
+/* Parses one sentence (ids, or pieces through vocab when vocab != NULL) and
  * checks each id against vocab_size. On error returns -1 with a message
  * (without the line number) in err. */
-int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
-                       int unk_id, const char *side, cli_ids *out, char *err, size_t err_len);
+int cli_parse_sentence(const char *text, size_t len, const tessera_vocabulary *vocab,
+                       int vocab_size, int unk_id, const char *side, cli_ids *out, char *err,
+                       size_t err_len);
+
+/* One sentence of a side in the model's form (cm->form): ids, pieces, or
+ * text through the side's tokenizer. */
+int cli_parse_side(const cli_model *cm, tessera_side side, const char *text, size_t len,
+                   cli_ids *out, char *err, size_t err_len);
 
 /* The sentences of one batch of input lines: their parsed ids (owned) and
  * the views of them the library takes. */
@@ -151,10 +176,11 @@ void cli_sentences_free(cli_sentences *s, size_t cap);
 int cli_split_at_tab(const char *line, size_t len, const char *expected, size_t *first_len,
                      const char **second, size_t *second_len, char *err, size_t err_len);
 
-/* A source sentence for the model: parsed as above, not empty, at most
- * max_positions tokens; *out then borrows ids. -1 with a message otherwise. */
-int cli_parse_source(const cli_model *cm, const char *text, size_t len, cli_ids *ids,
-                     tessera_tokens *out, char *err, size_t err_len);
+/* A source sentence for the model: parsed as cli_parse_side, not empty
+ * (unless allow_empty), at most max_positions tokens; *out then borrows ids.
+ * -1 with a message otherwise. */
+int cli_parse_source(const cli_model *cm, const char *text, size_t len, int allow_empty,
+                     cli_ids *ids, tessera_tokens *out, char *err, size_t err_len);
 
 /* ---- Output --------------------------------------------------------------- */
 
@@ -166,8 +192,13 @@ typedef struct cli_line {
 
 void cli_line_reset(cli_line *l);
 int cli_line_printf(cli_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends ids (or their tokens), space separated. */
-int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *vocab);
+/* Appends ids (or their pieces), space separated. */
+int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const tessera_vocabulary *vocab);
+/* Appends a side's sentence in the model's form: ids, pieces, or text (its
+ * TABs, CRs and newlines as spaces, so that it stays one field of one
+ * line). 0, or -1 with the message in err. */
+int cli_line_side(cli_line *l, const cli_model *cm, tessera_side side, const int32_t *ids,
+                  size_t n, char *err, size_t err_len);
 /* Appends n raw bytes (binary output). */
 int cli_line_bytes(cli_line *l, const void *bytes, size_t n);
 /* Writes the line and a newline to stdout; -1 (reported) on a write error. */
@@ -182,6 +213,8 @@ int cli_score(int argc, char **argv);
 int cli_encode(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);   /* cli/tokenize.c */
+int cli_detokenize(int argc, char **argv); /* cli/tokenize.c */
 int cli_serve(int argc, char **argv); /* cli/serve.c, when built with libmicrohttpd */
 
 #endif

@@ -15,7 +15,8 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: tessera encode -m DIR|NAME [OPTIONS] < sources > vectors\n"
             "\n"
-            "Reads one source sentence per line (token ids separated by spaces) and writes,\n"
+            "Reads one source sentence per line (text when the model has tokenizers, else\n"
+            "token ids separated by spaces) and writes,\n"
             "per input line, the encoder's output (after its final norm when the model has\n"
             "one): d_model floats per token, or one pooled vector.\n"
             "\n"
@@ -33,11 +34,10 @@ static void usage(FILE *f)
             "  --batch N               encode up to N sentences together, 1..65536 (default\n"
             "                          1; the output is identical whatever N)\n");
     cli_usage_batching(f, "sentences");
+    cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
-            "  --tokens                sentences are tokens, mapped through vocab.src.txt\n"
-            "                          (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"
             "\n"
             "Errors (a bad line, a bad model) print one line on stderr naming the culprit and\n"
@@ -83,7 +83,7 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
 {
     const command *c = ctx;
     slot *s = state;
-    if (cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
+    if (cli_parse_source(c->cm, line, len, 0, &s->src.ids[index], &s->src.seqs[index], err,
                          err_len) != 0)
         return -1;
     size_t tokens = s->src.seqs[index].len;
@@ -91,9 +91,17 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
     return cli_check_budget(c->cm, need, tokens, err, err_len);
 }
 
-static int encode_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
-                       size_t err_len)
+static size_t source_tokens(void *ctx, void *state, size_t index)
 {
+    (void)ctx;
+    const slot *s = state;
+    return s->src.seqs[index].len;
+}
+
+static int encode_slot(void *ctx, void *state, size_t n, size_t first_line, tessera_runtime *rt,
+                       char *err, size_t err_len)
+{
+    (void)first_line;
     const command *c = ctx;
     slot *s = state;
     tessera_encode_options eo;
@@ -184,8 +192,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work encode_work = {sizeof(slot), slot_init, slot_free, parse_source,
-                                     encode_slot, print_slot};
+static const cli_work encode_work = {sizeof(slot), slot_init,   slot_free, parse_source,
+                                     source_tokens, encode_slot, print_slot};
 
 int cli_encode(int argc, char **argv)
 {

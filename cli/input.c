@@ -55,8 +55,9 @@ const char *cli_quote(const char *tok, size_t len, char *buf, size_t size)
     return buf;
 }
 
-int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int vocab_size,
-                       int unk_id, const char *side, cli_ids *out, char *err, size_t err_len)
+int cli_parse_sentence(const char *text, size_t len, const tessera_vocabulary *vocab,
+                       int vocab_size, int unk_id, const char *side, cli_ids *out, char *err,
+                       size_t err_len)
 {
     out->len = 0;
     for (size_t i = 0; i < len;) {
@@ -71,7 +72,7 @@ int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int
         size_t tlen = i - start;
         long id;
         if (vocab) {
-            int32_t found = cli_vocab_find(vocab, tok, tlen);
+            int32_t found = tessera_vocabulary_find(vocab, tok, tlen);
             id = found >= 0 ? found : unk_id;
         } else if (parse_id(tok, tlen, &id) != 0) {
             char quoted[CLI_QUOTE_BUF];
@@ -88,6 +89,33 @@ int cli_parse_sentence(const char *text, size_t len, const cli_vocab *vocab, int
             return cli_fail(err, err_len, "out of memory");
     }
     return 0;
+}
+
+/* Text through the side's tokenizer: its ids into out. */
+static int parse_text(const cli_model *cm, tessera_side side, const char *text, size_t len,
+                      cli_ids *out, char *err, size_t err_len)
+{
+    tessera_tokenized t;
+    if (tessera_tokenize(cm->model, side, text, len, 0, &t, err, err_len) != 0)
+        return -1;
+    out->len = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < t.len; i++)
+        rc = push_id(out, t.ids[i]);
+    tessera_tokenized_free(&t);
+    return rc == 0 ? 0 : cli_fail(err, err_len, "out of memory");
+}
+
+int cli_parse_side(const cli_model *cm, tessera_side side, const char *text, size_t len,
+                   cli_ids *out, char *err, size_t err_len)
+{
+    const tessera_config *cfg = cm->cfg;
+    if (cm->form == CLI_TEXT)
+        return parse_text(cm, side, text, len, out, err, err_len);
+    int source = side == TESSERA_SOURCE;
+    return cli_parse_sentence(text, len, source ? cm->src_vocab : cm->tgt_vocab,
+                              source ? cfg->src_vocab_size : cfg->tgt_vocab_size, cfg->unk_id,
+                              source ? "source" : "target", out, err, err_len);
 }
 
 void cli_line_reset(cli_line *l)
@@ -127,19 +155,41 @@ int cli_line_printf(cli_line *l, const char *fmt, ...)
     return line_append(l, buf, (size_t)n);
 }
 
-int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const cli_vocab *vocab)
+int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const tessera_vocabulary *vocab)
 {
     for (size_t i = 0; i < n; i++) {
         if (i && line_append(l, " ", 1) != 0)
             return -1;
         if (vocab) {
-            const char *tok = cli_vocab_token(vocab, ids[i]);
+            const char *tok = tessera_vocabulary_piece(vocab, ids[i]);
             if (line_append(l, tok, strlen(tok)) != 0)
                 return -1;
         } else if (cli_line_printf(l, "%d", (int)ids[i]) != 0) {
             return -1;
         }
     }
+    return 0;
+}
+
+int cli_line_side(cli_line *l, const cli_model *cm, tessera_side side, const int32_t *ids,
+                  size_t n, char *err, size_t err_len)
+{
+    if (cm->form != CLI_TEXT)
+        return cli_line_ids(l, ids, n, side == TESSERA_SOURCE ? cm->src_vocab : cm->tgt_vocab) ==
+                       0
+                   ? 0
+                   : cli_fail(err, err_len, "out of memory writing output");
+    char *text;
+    if (tessera_detokenize(cm->model, side, ids, n, &text, err, err_len) != 0)
+        return -1;
+    size_t from = l->len, len = strlen(text);
+    int rc = line_append(l, text, len);
+    tessera_text_free(text);
+    if (rc != 0)
+        return cli_fail(err, err_len, "out of memory writing output");
+    for (size_t i = from; i < l->len; i++)
+        if (l->text[i] == '\t' || l->text[i] == '\n' || l->text[i] == '\r')
+            l->text[i] = ' ';
     return 0;
 }
 
@@ -174,14 +224,13 @@ int cli_split_at_tab(const char *line, size_t len, const char *expected, size_t 
     return 0;
 }
 
-int cli_parse_source(const cli_model *cm, const char *text, size_t len, cli_ids *ids,
-                     tessera_tokens *out, char *err, size_t err_len)
+int cli_parse_source(const cli_model *cm, const char *text, size_t len, int allow_empty,
+                     cli_ids *ids, tessera_tokens *out, char *err, size_t err_len)
 {
     const tessera_config *cfg = cm->cfg;
-    if (cli_parse_sentence(text, len, cm->src_vocab, cfg->src_vocab_size, cfg->unk_id, "source",
-                           ids, err, err_len) != 0)
+    if (cli_parse_side(cm, TESSERA_SOURCE, text, len, ids, err, err_len) != 0)
         return -1;
-    if (ids->len == 0)
+    if (ids->len == 0 && !allow_empty)
         return cli_fail(err, err_len, "empty source sentence");
     if (ids->len > (size_t)cfg->max_positions)
         return cli_fail(err, err_len, "%zu source tokens, more than max_positions (%d)", ids->len,

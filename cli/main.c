@@ -1,4 +1,4 @@
-/* tessera: translate, score, encode, info, bench, serve. */
+/* tessera: translate, score, encode, tokenize, detokenize, info, bench, serve. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,9 +16,12 @@ static void usage(FILE *f)
             "input line, in order.\n"
             "\n"
             "Commands:\n"
-            "  translate -m MODEL  translate token-id sentences (greedy or beam search)\n"
+            "  translate -m MODEL  translate sentences (greedy or beam search): text when\n"
+            "                      the model has tokenizers, else token ids\n"
             "  score -m MODEL      log-probabilities of target tokens, teacher forced\n"
             "  encode -m MODEL     the encoder's output vectors (per token, or pooled)\n"
+            "  tokenize -m MODEL   text to the model's pieces or ids, as translate reads it\n"
+            "  detokenize -m MODEL ids or pieces to text, as translate writes it\n"
             "  info                CPU features, kernel set, threads, topology, and the\n"
             "                      installed models\n"
             "  bench               timed runs on built-in Transformer-base/-big models,\n"
@@ -55,6 +58,10 @@ static int run(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cli_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0)
+        return cli_tokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "detokenize") == 0)
+        return cli_detokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0)
 #ifdef HAVE_MICROHTTPD
         return cli_serve(argc - 1, argv + 1);

@@ -204,9 +204,35 @@ int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt)
     return 0;
 }
 
+/* The sides a command reads and writes: the source, and the target when the
+ * model has a decoder. */
+static int sides(const cli_model *cm) { return cm->cfg->n_decoder_layers > 0 ? 2 : 1; }
+
+/* cm->form from o->form: text by default when the model's tokenizers can
+ * read every side. */
+static int choose_form(const cli_options *o, cli_model *cm, char *err, size_t err_len)
+{
+    int tokenizers = 1, named = 0;
+    for (int s = 0; s < sides(cm); s++) {
+        tokenizers &= tessera_model_has_tokenizer(cm->model, (tessera_side)s);
+        named |= (s == 0 ? cm->cfg->source_tokenizer : cm->cfg->target_tokenizer)[0] != 0;
+    }
+    cm->form = o->form ? (cli_form)o->form : tokenizers ? CLI_TEXT : CLI_IDS;
+    if (cm->form != CLI_TEXT || tokenizers)
+        return 0;
+    if (named && tessera_model_vocabulary(cm->model, TESSERA_SOURCE))
+        return cli_fail(err, err_len,
+                        "--text: this tessera was built without SentencePiece, so it cannot read "
+                        "%s's tokenizer: give --ids or --pieces", cm->dir);
+    return cli_fail(err, err_len,
+                    "--text: %s has no %stokenizer (config.json key 'tokenizer', "
+                    "docs/model-format.md section 3): give --ids or --pieces", cm->dir,
+                    named ? "target " : "");
+}
+
 int cli_model_open(const cli_options *o, cli_model *cm)
 {
-    char err[1024], path[sizeof cm->dir + 32];
+    char err[1024];
     memset(cm, 0, sizeof *cm);
     if (!tessera_kernel_set(err, sizeof err))
         return cli_error("%s", err);
@@ -232,19 +258,43 @@ int cli_model_open(const cli_options *o, cli_model *cm)
         return cli_error("%s", err);
     }
     cm->cfg = tessera_model_config(cm->model);
-    if (o->tokens) {
-        snprintf(path, sizeof path, "%s/vocab.src.txt", cm->dir);
-        cm->src_vocab = cli_vocab_load(path, (size_t)cm->cfg->src_vocab_size, err, sizeof err);
-        /* An encoder alone has no target side. */
-        int has_target = cm->cfg->n_decoder_layers > 0;
-        if (cm->src_vocab && has_target) {
-            snprintf(path, sizeof path, "%s/vocab.tgt.txt", cm->dir);
-            cm->tgt_vocab = cli_vocab_load(path, (size_t)cm->cfg->tgt_vocab_size, err, sizeof err);
-        }
-        if (!cm->src_vocab || (has_target && !cm->tgt_vocab)) {
-            cli_model_close(cm);
-            return cli_error("%s", err);
-        }
+    if (choose_form(o, cm, err, sizeof err) != 0 ||
+        (cm->form == CLI_PIECES &&
+         cli_model_load_vocabularies(cm, o->form == CLI_PIECES ? "--pieces" : NULL, err,
+                                     sizeof err) != 0)) {
+        cli_model_close(cm);
+        return cli_error("%s", err);
+    }
+    return 0;
+}
+
+void cli_usage_forms(FILE *f)
+{
+    fprintf(f,
+            "  --text                  lines are UTF-8 text, through the model's tokenizers\n"
+            "                          (the default when its config.json names them)\n"
+            "  --ids                   lines are token ids separated by spaces (the default\n"
+            "                          for a model without tokenizers)\n"
+            "  --pieces, --tokens      lines are pieces (lines of vocab.src.txt / vocab.tgt.txt)\n"
+            "                          separated by spaces; an unknown one is unk_id\n");
+}
+
+int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len)
+{
+    static const char *const files[2] = {"vocab.src.txt", "vocab.tgt.txt"};
+    const tessera_vocabulary **vocab[2] = {&cm->src_vocab, &cm->tgt_vocab};
+    for (int s = 0; s < sides(cm); s++) {
+        *vocab[s] = tessera_model_vocabulary(cm->model, (tessera_side)s);
+        if (*vocab[s])
+            continue;
+        char path[sizeof cm->dir + 32], why[1024];
+        snprintf(path, sizeof path, "%s/%s", cm->dir, files[s]);
+        if (tessera_vocabulary_load(path,
+                                    (size_t)(s ? cm->cfg->tgt_vocab_size : cm->cfg->src_vocab_size),
+                                    &cm->owned_vocab[s], why, sizeof why) != 0)
+            return cli_fail(err, err_len, "%s%s%s%s", why, flag ? " (needed by " : "",
+                            flag ? flag : "", flag ? ")" : "");
+        *vocab[s] = cm->owned_vocab[s];
     }
     return 0;
 }
@@ -288,8 +338,8 @@ void cli_model_close(cli_model *cm)
         tessera_runtime_free(cm->runtimes[i]);
     free(cm->runtimes);
     tessera_model_free(cm->model);
-    cli_vocab_free(cm->src_vocab);
-    cli_vocab_free(cm->tgt_vocab);
+    tessera_vocabulary_free(cm->owned_vocab[0]);
+    tessera_vocabulary_free(cm->owned_vocab[1]);
     memset(cm, 0, sizeof *cm);
 }
 
@@ -302,6 +352,9 @@ enum {
     OPT_THREADS,
     OPT_BATCH,
     OPT_TOKENS,
+    OPT_IDS,
+    OPT_PIECES,
+    OPT_TEXT,
     OPT_LENGTH_PENALTY,
     OPT_N_BEST,
     OPT_NUMA,
@@ -333,6 +386,9 @@ static const struct option all_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"batch", required_argument, NULL, OPT_BATCH},
     {"tokens", no_argument, NULL, OPT_TOKENS},
+    {"ids", no_argument, NULL, OPT_IDS},
+    {"pieces", no_argument, NULL, OPT_PIECES},
+    {"text", no_argument, NULL, OPT_TEXT},
     {"length-penalty", required_argument, NULL, OPT_LENGTH_PENALTY},
     {"n-best", required_argument, NULL, OPT_N_BEST},
     {"numa", required_argument, NULL, OPT_NUMA},
@@ -374,7 +430,16 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_MAX_MEMORY:
         return cli_parse_size("--max-memory", arg, (size_t)1 << 20, (size_t)1 << 40,
                               &o->max_memory);
-    case OPT_TOKENS: o->tokens = 1; return 0;
+    case OPT_TOKENS:
+    case OPT_IDS:
+    case OPT_PIECES:
+    case OPT_TEXT: {
+        int form = opt == OPT_IDS ? CLI_IDS : opt == OPT_TEXT ? CLI_TEXT : CLI_PIECES;
+        if (o->form && o->form != form)
+            return cli_error("--ids, --pieces (--tokens) and --text: give one of them");
+        o->form = form;
+        return 0;
+    }
     case OPT_LENGTH_PENALTY:
         return cli_parse_float("--length-penalty", arg, 0.0, 100.0, &t->length_penalty);
     case OPT_N_BEST: o->n_best_given = 1; return cli_parse_int("--n-best", arg, 1, 1024, &t->n_best);
@@ -458,7 +523,9 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
             if (p->val == opt)
                 name = p->name;
         if (opt != OPT_MODEL && opt != OPT_THREADS && opt != OPT_WORKERS && opt != OPT_NUMA &&
-            opt != OPT_SMT && opt != OPT_COMPUTE_TYPE && !allows(allowed, name))
+            opt != OPT_SMT && opt != OPT_COMPUTE_TYPE &&
+            !allows(allowed, opt == OPT_IDS || opt == OPT_PIECES || opt == OPT_TEXT ? "tokens"
+                                                                                     : name))
             return cli_error("%s: option '--%s' does not apply to this command", cmd, name);
         if (apply_option(opt, optarg, o) != 0)
             return 1;

@@ -11,10 +11,11 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: tessera score -m DIR|NAME [OPTIONS] < pairs > logprobs\n"
             "\n"
-            "Reads one 'SOURCE<TAB>TARGET' pair per line (token ids separated by spaces;\n"
-            "TARGET may be empty) and writes one line per input line: the natural-log\n"
-            "probability of each target token and then of EOS, space separated, with the\n"
-            "decoder fed BOS + TARGET (teacher forcing).\n"
+            "Reads one 'SOURCE<TAB>TARGET' pair per line (text when the model has\n"
+            "tokenizers, else token ids separated by spaces; TARGET may be empty) and writes\n"
+            "one line per input line: the natural-log probability of each target token and\n"
+            "then of EOS, space separated, with the decoder fed BOS + TARGET (teacher\n"
+            "forcing).\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
@@ -22,11 +23,10 @@ static void usage(FILE *f)
             "  --batch N               score up to N pairs together, 1..65536 (default 1;\n"
             "                          the output is identical whatever N)\n");
     cli_usage_batching(f, "pairs");
+    cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
-            "  --tokens                sentences are tokens, mapped through vocab.src.txt /\n"
-            "                          vocab.tgt.txt (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"
             "\n"
             "Errors (a bad line, a bad model) print one line on stderr naming the culprit and\n"
@@ -75,11 +75,14 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
                          err_len) != 0)
         return -1;
     cli_ids *t = &b->tgt.ids[index];
-    if (cli_parse_source(c->cm, line, src_len, &b->src.ids[index], &b->src.seqs[index], err,
-                         err_len) != 0 ||
-        cli_parse_sentence(tgt_text, tgt_len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
-                           "target", t, err, err_len) != 0)
+    if (cli_parse_source(c->cm, line, src_len, 0, &b->src.ids[index], &b->src.seqs[index], err,
+                         err_len) != 0)
         return -1;
+    if (cli_parse_side(c->cm, TESSERA_TARGET, tgt_text, tgt_len, t, err, err_len) != 0) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        return cli_fail(err, err_len, "target: %s", why);
+    }
     if (t->len + 1 > (size_t)cfg->max_positions)
         return cli_fail(err, err_len,
                         "%zu target tokens: BOS + target is longer than max_positions (%d)",
@@ -90,9 +93,17 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
     return cli_check_budget(c->cm, need, src_tokens, err, err_len);
 }
 
-static int score_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
-                      size_t err_len)
+static size_t source_tokens(void *ctx, void *state, size_t index)
 {
+    (void)ctx;
+    const slot *s = state;
+    return s->src.seqs[index].len;
+}
+
+static int score_slot(void *ctx, void *state, size_t n, size_t first_line, tessera_runtime *rt,
+                      char *err, size_t err_len)
+{
+    (void)first_line;
     const command *c = ctx;
     slot *s = state;
     tessera_score_options so;
@@ -127,8 +138,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work score_work = {sizeof(slot), slot_init, slot_free, parse_pair, score_slot,
-                                    print_slot};
+static const cli_work score_work = {sizeof(slot), slot_init,  slot_free, parse_pair,
+                                    source_tokens, score_slot, print_slot};
 
 int cli_score(int argc, char **argv)
 {

@@ -232,7 +232,7 @@ int cli_serve(int argc, char **argv)
     snprintf(config, sizeof config, "%s/config.json", dir);
     if (access(config, R_OK) != 0)
         return cli_error("%s: cannot open: %s", config, strerror(errno));
-    s.cli.tokens = has_vocabularies(dir);
+    int pieces = has_vocabularies(dir);
 
     /* Every thread started from here on (HTTP, workers, runtimes) inherits
      * this mask; the main thread takes the signals with sigwait. */
@@ -280,6 +280,17 @@ int cli_serve(int argc, char **argv)
         srv_metrics_free(metrics);
         return 1;
     }
+    /* A model without tokenizers still takes text requests of pieces when
+     * its directory has the vocabularies. */
+    if (cm.form == CLI_IDS && pieces) {
+        if (cli_model_load_vocabularies(&cm, NULL, err, sizeof err) != 0) {
+            srv_http_stop(http);
+            cli_model_close(&cm);
+            srv_metrics_free(metrics);
+            return cli_error("%s", err);
+        }
+        cm.form = CLI_PIECES;
+    }
     srv_batcher *batcher = srv_batcher_start(&cm, &s, metrics, err, sizeof err);
     if (!batcher) {
         srv_http_stop(http);
@@ -292,7 +303,9 @@ int cli_serve(int argc, char **argv)
            tessera_compute_type_name(tessera_model_compute_type(cm.model)), cm.n_runtimes,
            cm.n_runtimes == 1 ? "" : "s", tessera_runtime_threads(cm.runtimes[0]),
            tessera_runtime_threads(cm.runtimes[0]) == 1 ? "" : "s",
-           cm.src_vocab ? ", text requests too" : "");
+           cm.form == CLI_TEXT     ? ", text requests too (its tokenizers)"
+           : cm.form == CLI_PIECES ? ", text requests of pieces too"
+                                   : "");
     fflush(stdout);
 
     int sig;

@@ -212,7 +212,7 @@ static char *model_json(const srv_http *h)
         "directory", h->cm->dir, "compute_type",
         tessera_compute_type_name(tessera_model_compute_type(h->cm->model)),
         "kernel_set", set ? set : "?", "workers", h->cm->n_runtimes, "threads_per_worker",
-        tessera_runtime_threads(h->cm->runtimes[0]), "text", h->cm->src_vocab != NULL,
+        tessera_runtime_threads(h->cm->runtimes[0]), "text", h->cm->form != CLI_IDS,
         "batching", "max_batch", s->max_batch, "max_batch_tokens", s->max_batch_tokens,
         "batch_wait_ms", s->batch_wait_ms, "max_queue", s->max_queue, "max_body",
         (json_int_t)s->max_body, "max_memory",

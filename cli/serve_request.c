@@ -99,20 +99,21 @@ static long sentence_list(json_t *body, const char *name, int as_text, const srv
     return (long)json_array_size(list);
 }
 
-/* Sentence i of list `name` into ids (grown as needed). A target (is_target)
- * may be empty, and BOS goes before it within max_positions. */
+/* Sentence i of list `name` into ids (grown as needed): text as the model
+ * reads it (cm->form: text, or pieces), else ids. A target (is_target) may
+ * be empty, and BOS goes before it within max_positions. */
 static int read_sentence(json_t *list, const char *name, size_t i, int as_text,
-                         const cli_vocab *vocab, int vocab_size, int unk_id, int is_target,
-                         size_t max_len, cli_ids *ids, int *http_status, char *err,
-                         size_t err_len)
+                         const cli_model *cm, int is_target, size_t max_len, cli_ids *ids,
+                         int *http_status, char *err, size_t err_len)
 {
     json_t *item = json_array_get(list, i);
     char why[256];
+    int vocab_size = is_target ? cm->cfg->tgt_vocab_size : cm->cfg->src_vocab_size;
     ids->len = 0;
     if (as_text) {
         const char *text = json_string_value(item);
-        if (cli_parse_sentence(text, json_string_length(item), vocab, vocab_size, unk_id,
-                               "source", ids, why, sizeof why) != 0)
+        if (cli_parse_side(cm, is_target ? TESSERA_TARGET : TESSERA_SOURCE, text,
+                           json_string_length(item), ids, why, sizeof why) != 0)
             return fail(http_status, 400, err, err_len, "%s[%zu]: %s", name, i, why);
     } else {
         size_t t;
@@ -250,9 +251,10 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
             fail(http_status, 400, err, err_len, "give either source (ids) or text, not both");
             goto fail;
         }
-        if (!cm->src_vocab) {
+        if (cm->form == CLI_IDS) {
             fail(http_status, 400, err, err_len,
-                 "text: this model has no vocab.src.txt / vocab.tgt.txt; send source ids");
+                 "text: this model has neither tokenizers nor vocab.src.txt / vocab.tgt.txt; "
+                 "send source ids");
             goto fail;
         }
         as_text = 1;
@@ -295,14 +297,14 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
     size_t total = 0, max_src = (size_t)cfg->max_positions, max_tgt = max_src - 1;
     json_t *src_list = json_object_get(root, src_name), *tgt_list = json_object_get(root, tgt_name);
     for (size_t i = 0; i < job->n; i++) {
-        if (read_sentence(src_list, src_name, i, as_text, cm->src_vocab, cfg->src_vocab_size,
-                          cfg->unk_id, 0, max_src, &ids, http_status, err, err_len) != 0)
+        if (read_sentence(src_list, src_name, i, as_text, cm, 0, max_src, &ids, http_status,
+                          err, err_len) != 0)
             goto fail;
         total += ids.len;
         job->src_tokens += ids.len;
         if (kind == SRV_SCORE) {
-            if (read_sentence(tgt_list, tgt_name, i, as_text, cm->tgt_vocab, cfg->tgt_vocab_size,
-                              cfg->unk_id, 1, max_tgt, &ids, http_status, err, err_len) != 0)
+            if (read_sentence(tgt_list, tgt_name, i, as_text, cm, 1, max_tgt, &ids, http_status,
+                              err, err_len) != 0)
                 goto fail;
             total += ids.len;
         }
@@ -312,14 +314,14 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
         goto oom;
     size_t at = 0;
     for (size_t i = 0; i < job->n; i++) {
-        read_sentence(src_list, src_name, i, as_text, cm->src_vocab, cfg->src_vocab_size,
-                      cfg->unk_id, 0, max_src, &ids, http_status, err, err_len);
+        read_sentence(src_list, src_name, i, as_text, cm, 0, max_src, &ids, http_status, err,
+                      err_len);
         memcpy(job->ids + at, ids.ids, ids.len * sizeof *ids.ids);
         job->src[i] = (tessera_tokens){job->ids + at, ids.len};
         at += ids.len;
         if (kind == SRV_SCORE) {
-            read_sentence(tgt_list, tgt_name, i, as_text, cm->tgt_vocab, cfg->tgt_vocab_size,
-                          cfg->unk_id, 1, max_tgt, &ids, http_status, err, err_len);
+            read_sentence(tgt_list, tgt_name, i, as_text, cm, 1, max_tgt, &ids, http_status,
+                          err, err_len);
             memcpy(job->ids + at, ids.ids, ids.len * sizeof *ids.ids);
             job->tgt[i] = (tessera_tokens){job->ids + at, ids.len};
             at += ids.len;
@@ -369,8 +371,9 @@ static json_t *score_json(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* {"ids": [...], "score": s, "tokens": "..."} of one hypothesis. */
-static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_vocab *vocab)
+/* {"ids": [...], "score": s} of one hypothesis, and for a text request its
+ * "text" (a model with tokenizers) or "tokens" (its pieces). */
+static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_model *cm, int as_text)
 {
     json_t *o = json_object(), *ids = json_array();
     if (!o || !ids) {
@@ -382,10 +385,12 @@ static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_vocab *voc
     for (size_t t = 0; !bad && t < h->len; t++)
         bad = json_array_append_new(ids, json_integer(h->ids[t])) != 0;
     bad = bad || json_object_set_new(o, "score", score_json(h->score)) != 0;
-    if (!bad && vocab) {
+    if (!bad && as_text) {
         cli_line l = {0};
-        bad = cli_line_ids(&l, h->ids, h->len, vocab) != 0 ||
-              json_object_set_new(o, "tokens", json_string(l.text ? l.text : "")) != 0;
+        char why[256];
+        bad = cli_line_side(&l, cm, TESSERA_TARGET, h->ids, h->len, why, sizeof why) != 0 ||
+              json_object_set_new(o, cm->form == CLI_TEXT ? "text" : "tokens",
+                                  json_string(l.text ? l.text : "")) != 0;
         cli_line_free(&l);
     }
     if (bad) {
@@ -404,17 +409,16 @@ char *srv_job_answer(const srv_job *job, const cli_model *cm)
                                   list) != 0;
     else
         json_decref(list);
-    const cli_vocab *vocab = job->text ? cm->tgt_vocab : NULL;
     size_t K = (size_t)job->key.n_best;
     for (size_t i = 0; !bad && i < job->n; i++) {
         json_t *item;
         if (job->key.kind == SRV_TRANSLATE) {
-            item = hypothesis_json(&job->hyps[i * K], vocab);
+            item = hypothesis_json(&job->hyps[i * K], cm, job->text);
             if (item && K > 1) {
                 json_t *all = json_array();
                 bad = !all || json_object_set_new(item, "n_best", all) != 0;
                 for (size_t k = 0; !bad && k < K; k++) {
-                    json_t *h = hypothesis_json(&job->hyps[i * K + k], vocab);
+                    json_t *h = hypothesis_json(&job->hyps[i * K + k], cm, job->text);
                     bad = !h || json_array_append_new(all, h) != 0;
                 }
             }

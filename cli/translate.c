@@ -10,10 +10,11 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: tessera translate -m DIR|NAME [OPTIONS] < sources > translations\n"
             "\n"
-            "Reads one source sentence per line (token ids separated by spaces) and writes\n"
-            "one line per input line: the target ids, without BOS and EOS (with --n-best,\n"
-            "each hypothesis followed by a TAB and its score; with --alignments, then by a\n"
-            "TAB and its alignment).\n"
+            "Reads one source sentence per line and writes one line per input line: its\n"
+            "translation, without BOS and EOS (with --n-best, each hypothesis followed by a\n"
+            "TAB and its score; with --alignments, then by a TAB and its alignment). Text\n"
+            "when the model has tokenizers (an empty line gives an empty line), else token\n"
+            "ids separated by spaces: see --text, --ids, --pieces.\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
@@ -56,13 +57,13 @@ static void usage(FILE *f)
             "  --alignments            after each hypothesis (and its score), a TAB and one\n"
             "                          'I-J' pair per target token J (from 0): I is the source\n"
             "                          position J attended to most in the last decoder layer's\n"
-            "                          cross-attention, averaged over the heads\n",
+            "                          cross-attention, averaged over the heads (positions\n"
+            "                          of tokens: pieces, for text)\n",
             TESSERA_NO_REPEAT_NGRAM_MAX);
+    cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
-            "  --tokens                input and output are tokens, mapped through the model's\n"
-            "                          vocab.src.txt / vocab.tgt.txt (unknown tokens -> unk_id)\n"
             "  -h, --help              this help\n"
             "\n"
             "Errors (a bad line, a bad model) print one line on stderr naming the culprit and\n"
@@ -74,12 +75,10 @@ typedef struct command {
     const cli_options *o;
     const cli_model *cm;
     cli_line line;
-    size_t lines_parsed; /* on the main thread: the index of the next input line */
 } command;
 
 /* One batch of lines and, once computed, its hypotheses. */
 typedef struct slot {
-    uint64_t first_line; /* the input index of the batch's first line */
     cli_sentences src, prefix;
     tessera_hypothesis *h;
     size_t n_h;
@@ -108,9 +107,11 @@ static int parse_prefix(const command *c, const char *text, size_t len, cli_ids 
 {
     const tessera_config *cfg = c->cm->cfg;
     const tessera_translate_options *t = &c->o->translate;
-    if (cli_parse_sentence(text, len, c->cm->tgt_vocab, cfg->tgt_vocab_size, cfg->unk_id,
-                           "target prefix", ids, err, err_len) != 0)
-        return -1;
+    if (cli_parse_side(c->cm, TESSERA_TARGET, text, len, ids, err, err_len) != 0) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        return cli_fail(err, err_len, "target prefix: %s", why);
+    }
     size_t limit = (size_t)cfg->max_positions - 1;
     if ((size_t)t->max_len < limit)
         limit = (size_t)t->max_len;
@@ -137,36 +138,43 @@ static int check_budget(const command *c, size_t tokens, char *err, size_t err_l
 static int parse_source(void *ctx, void *state, const char *line, size_t len, size_t index,
                         char *err, size_t err_len)
 {
-    command *c = ctx;
+    const command *c = ctx;
     slot *s = state;
-    if (index == 0)
-        s->first_line = c->lines_parsed;
-    c->lines_parsed++;
     const char *prefix_text;
     size_t src_len, prefix_len;
+    /* An empty line of text is an empty line out: not decoded. */
+    int allow_empty = c->cm->form == CLI_TEXT;
     if (!c->o->prefix)
-        return cli_parse_source(c->cm, line, len, &s->src.ids[index], &s->src.seqs[index], err,
-                                err_len) ||
+        return cli_parse_source(c->cm, line, len, allow_empty, &s->src.ids[index],
+                                &s->src.seqs[index], err, err_len) ||
                check_budget(c, s->src.seqs[index].len, err, err_len);
     if (cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
                          &prefix_len, err, err_len) != 0 ||
-        cli_parse_source(c->cm, line, src_len, &s->src.ids[index], &s->src.seqs[index], err,
-                         err_len) != 0)
+        cli_parse_source(c->cm, line, src_len, allow_empty, &s->src.ids[index],
+                         &s->src.seqs[index], err, err_len) != 0)
         return -1;
     return parse_prefix(c, prefix_text, prefix_len, &s->prefix.ids[index], &s->prefix.seqs[index],
                         err, err_len) ||
            check_budget(c, s->src.seqs[index].len, err, err_len);
 }
 
-static int translate_slot(void *ctx, void *state, size_t n, tessera_runtime *rt, char *err,
-                          size_t err_len)
+static size_t source_tokens(void *ctx, void *state, size_t index)
+{
+    (void)ctx;
+    const slot *s = state;
+    return s->src.seqs[index].len;
+}
+
+static int translate_slot(void *ctx, void *state, size_t n, size_t first_line,
+                          tessera_runtime *rt, char *err, size_t err_len)
 {
     const command *c = ctx;
     slot *s = state;
     tessera_translate_options opts = c->o->translate;
     opts.batch = (int)n;
     opts.batch_tokens = c->o->batch_tokens;
-    opts.first_sentence_index = s->first_line;
+    opts.first_sentence_index = first_line;
+    opts.allow_empty = c->cm->form == CLI_TEXT;
     opts.target_prefix = c->o->prefix ? s->prefix.seqs : NULL;
     if (tessera_translate_with(rt, c->cm->model, s->src.seqs, n, &opts, &s->h, err, err_len) != 0)
         return -1;
@@ -191,14 +199,19 @@ static int print_slot(void *ctx, void *state, size_t n)
     slot *s = state;
     size_t K = (size_t)c->o->translate.n_best;
     int status = 0;
+    char err[1024];
     for (size_t i = 0; status == 0 && i < n; i++) {
         cli_line_reset(&c->line);
-        for (size_t k = 0; status == 0 && k < K; k++) {
+        /* An empty source (a line of text without tokens) is an empty line. */
+        for (size_t k = 0; status == 0 && s->src.seqs[i].len > 0 && k < K; k++) {
             const tessera_hypothesis *hy = &s->h[i * K + k];
-            if ((k && cli_line_printf(&c->line, "\t") != 0) ||
-                cli_line_ids(&c->line, hy->ids, hy->len, c->cm->tgt_vocab) != 0 ||
-                (c->o->n_best_given && cli_line_printf(&c->line, "\t%.9g", hy->score) != 0) ||
-                (hy->alignment && print_alignment(&c->line, hy) != 0))
+            if (k && cli_line_printf(&c->line, "\t") != 0)
+                status = cli_error("out of memory writing output");
+            else if (cli_line_side(&c->line, c->cm, TESSERA_TARGET, hy->ids, hy->len, err,
+                                   sizeof err) != 0)
+                status = cli_error("%s", err);
+            else if ((c->o->n_best_given && cli_line_printf(&c->line, "\t%.9g", hy->score) != 0) ||
+                     (hy->alignment && print_alignment(&c->line, hy) != 0))
                 status = cli_error("out of memory writing output");
         }
         if (status == 0 && cli_line_emit(&c->line) != 0)
@@ -212,8 +225,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work translate_work = {sizeof(slot), slot_init, slot_free, parse_source,
-                                        translate_slot, print_slot};
+static const cli_work translate_work = {sizeof(slot), slot_init,     slot_free, parse_source,
+                                        source_tokens, translate_slot, print_slot};
 
 int cli_translate(int argc, char **argv)
 {
@@ -235,7 +248,7 @@ int cli_translate(int argc, char **argv)
         cli_model_close(&cm);
         return rc;
     }
-    command c = {&o, &cm, {0}, 0};
+    command c = {&o, &cm, {0}};
     rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, (size_t)o.batch_tokens,
                          cm.runtimes, o.workers);
     cli_line_free(&c.line);

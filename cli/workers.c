@@ -65,7 +65,8 @@ static void *worker_main(void *arg)
         s->kind = SLOT_BUSY;
         pthread_mutex_unlock(&p->lock);
         s->err[0] = '\0';
-        int rc = p->w->compute(p->ctx, s->state, s->n, wk->rt, s->err, sizeof s->err);
+        int rc = p->w->compute(p->ctx, s->state, s->n, s->first_line - 1, wk->rt, s->err,
+                               sizeof s->err);
         pthread_mutex_lock(&p->lock);
         s->rc = rc;
         s->kind = SLOT_DONE;
@@ -104,16 +105,6 @@ static int print_batch(pool *p, long b)
     return status;
 }
 
-/* The source tokens of a line: its space-separated words before the first
- * TAB (what the parsers will find there, or an error they will report). */
-static size_t source_tokens(const char *line, size_t len)
-{
-    size_t words = 0;
-    for (size_t i = 0; i < len && line[i] != '\t'; i++)
-        words += line[i] != ' ' && (i == 0 || line[i - 1] == ' ');
-    return words;
-}
-
 /* Reads and parses up to cap lines (and max_tokens source tokens, when not
  * 0) into slot s. A line that fails stops the input: pending receives "line
  * N: message", so that the lines before it are still computed and printed
@@ -138,8 +129,12 @@ static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t m
             snprintf(pending, pending_len, "line %zu: contains a NUL byte", r->line_no);
             return 0;
         }
+        if (p->w->parse(p->ctx, s->state, line, len, s->n, msg, sizeof msg) != 0) {
+            snprintf(pending, pending_len, "line %zu: %s", r->line_no, msg);
+            return 0;
+        }
         if (max_tokens) {
-            size_t more = source_tokens(line, len);
+            size_t more = p->w->tokens(p->ctx, s->state, s->n);
             if (s->n > 0 && tokens + more > max_tokens) {
                 cli_unread_line(r, len); /* the next batch starts with it */
                 return 1;
@@ -148,10 +143,6 @@ static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t m
         }
         if (s->n == 0)
             s->first_line = r->line_no;
-        if (p->w->parse(p->ctx, s->state, line, len, s->n, msg, sizeof msg) != 0) {
-            snprintf(pending, pending_len, "line %zu: %s", r->line_no, msg);
-            return 0;
-        }
         s->n++;
     }
     return 1;

@@ -20,23 +20,28 @@ typedef struct cli_work {
     int (*slot_init)(void *ctx, void *slot, size_t cap);
     void (*slot_free)(void *ctx, void *slot, size_t cap);
     /* Parses line `index` of a batch into the slot; -1 with a message (no
-     * line number) in err. On the main thread. */
+     * line number) in err. On the main thread. A line parsed again (the
+     * first of the next batch, when it did not fit this one's tokens) is
+     * parsed into the next slot: parsing has no other effect. */
     int (*parse)(void *ctx, void *slot, const char *line, size_t len, size_t index, char *err,
                  size_t err_len);
-    /* Computes the slot's n lines on rt; 0, or -1 with a message in err. On a
-     * worker's thread: it reads only its slot and ctx. */
-    int (*compute)(void *ctx, void *slot, size_t n, tessera_runtime *rt, char *err,
-                   size_t err_len);
+    /* The source tokens of parsed line `index`: what --batch-tokens counts. */
+    size_t (*tokens)(void *ctx, void *slot, size_t index);
+    /* Computes the slot's n lines on rt, the first of them input line
+     * first_line (from 0); 0, or -1 with a message in err. On a worker's
+     * thread: it reads only its slot and ctx. */
+    int (*compute)(void *ctx, void *slot, size_t n, size_t first_line, tessera_runtime *rt,
+                   char *err, size_t err_len);
     /* Prints the slot's results and releases them; 0, or 1 after printing an
      * error. On the main thread, batch after batch in input order. */
     int (*print)(void *ctx, void *slot, size_t n);
 } cli_work;
 
 /* Reads standard input in batches of up to cap lines and, when max_tokens >
- * 0, up to max_tokens source tokens (the space-separated words before a
- * line's first TAB; a line that would pass the limit starts the next batch,
- * a longer one is a batch alone), computed on runtimes[0 .. workers) and
- * printed in order; returns the exit status. */
+ * 0, up to max_tokens source tokens (as parsed: ids, pieces, or the tokens
+ * of text; a line that would pass the limit starts the next batch, a longer
+ * one is a batch alone), computed on runtimes[0 .. workers) and printed in
+ * order; returns the exit status. */
 int cli_run_workers(const cli_work *w, void *ctx, size_t cap, size_t max_tokens,
                     tessera_runtime *const *runtimes, int workers);
 

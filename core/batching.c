@@ -52,6 +52,15 @@ int tsr_batcher_init(tsr_batcher *b, const tsr_exec *ex, const tessera_tokens *s
     return 0;
 }
 
+void tsr_batcher_leave_out_empty(tsr_batcher *b, const tessera_tokens *given)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (given[b->order[i]].len > 0)
+            b->order[kept++] = b->order[i];
+    b->n = kept;
+}
+
 size_t tsr_batcher_plan(size_t n, int sorting)
 {
     size_t order = tsr_plan_block(tsr_plan_mul(n ? n : 1, sizeof(size_t)));

@@ -34,6 +34,10 @@ typedef struct tsr_batcher {
     void *cancel_arg;
 } tsr_batcher;
 
+/* Leaves out of the batches the sentences whose given[i] is empty (what a
+ * caller passed before the model's suffix): nothing is computed for them. */
+void tsr_batcher_leave_out_empty(tsr_batcher *b, const tessera_tokens *given);
+
 /* Prepares the batches of src[0..n) (and tgt, for score); the limits and the
  * plan as above. 0, or TESSERA_ERR_NOMEM. */
 int tsr_batcher_init(tsr_batcher *b, const tsr_exec *ex, const tessera_tokens *src,

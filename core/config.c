@@ -260,6 +260,63 @@ static int read_family(const json_t *root, tessera_config *cfg, char *err, size_
     return 0;
 }
 
+/* A tokenizer file name of config key 'tokenizer': a plain name in the model
+ * directory (no '/', not "." or ".."), 1 to 63 printable bytes. */
+static int read_tokenizer_file(const json_t *tok, const char *side, char *name, size_t cap,
+                               char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(tok, side);
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return tsr_fail(err, err_len, "key 'tokenizer.%s': expected a file name, got %s", side,
+                        tsr_json_kind(v));
+    const char *file = json_string_value(v);
+    size_t len = json_string_length(v);
+    int plain = len > 0 && len < cap && strcmp(file, ".") != 0 && strcmp(file, "..") != 0;
+    for (size_t i = 0; plain && i < len; i++)
+        plain = (unsigned char)file[i] > 0x20 && file[i] != 0x7f && file[i] != '/' &&
+                file[i] != '\\';
+    if (!plain) {
+        char quoted[TSR_QUOTE_LEN];
+        return tsr_fail(err, err_len,
+                        "key 'tokenizer.%s': '%s' is not a file name in the model directory "
+                        "(1 to %zu printable bytes, no '/')",
+                        side, tsr_quote(quoted, sizeof quoted, file, '\''), cap - 1);
+    }
+    memcpy(name, file, len + 1);
+    return 0;
+}
+
+/* Key 'tokenizer' (docs/model-format.md section 3): {"type": "sentencepiece",
+ * "source": FILE, "target": FILE}. */
+static int read_tokenizer(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
+{
+    const json_t *tok = json_object_get(root, "tokenizer");
+    if (!tok)
+        return 0;
+    if (!json_is_object(tok))
+        return tsr_fail(err, err_len, "key 'tokenizer': expected an object, got %s",
+                        tsr_json_kind(tok));
+    const json_t *type = json_object_get(tok, "type");
+    if (!json_is_string(type) || strcmp(json_string_value(type), "sentencepiece") != 0) {
+        char quoted[TSR_QUOTE_LEN];
+        return tsr_fail(err, err_len, "key 'tokenizer.type': %s%s%s, expected \"sentencepiece\"",
+                        json_is_string(type) ? "'" : "",
+                        json_is_string(type)
+                            ? tsr_quote(quoted, sizeof quoted, json_string_value(type), '\'')
+                            : type ? tsr_json_kind(type) : "absent",
+                        json_is_string(type) ? "'" : "");
+    }
+    TSR_TRY(read_tokenizer_file(tok, "source", cfg->source_tokenizer,
+                                sizeof cfg->source_tokenizer, err, err_len));
+    TSR_TRY(read_tokenizer_file(tok, "target", cfg->target_tokenizer,
+                                sizeof cfg->target_tokenizer, err, err_len));
+    if (!cfg->source_tokenizer[0] && !cfg->target_tokenizer[0])
+        return tsr_fail(err, err_len, "key 'tokenizer': names neither a source nor a target file");
+    return 0;
+}
+
 /* The keys model families add (docs/model-format.md: "Model families"). */
 static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
 {
@@ -275,7 +332,8 @@ static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, 
                  TESSERA_SOURCE_SUFFIX_MAX, err, err_len) ||
         read_ids(root, "banned_target_ids", cfg->banned_target_ids, &cfg->n_banned_target_ids,
                  TESSERA_BANNED_IDS_MAX, err, err_len) ||
-        read_family(root, cfg, err, err_len) || read_alignment_layer(root, cfg, err, err_len))
+        read_family(root, cfg, err, err_len) || read_alignment_layer(root, cfg, err, err_len) ||
+        read_tokenizer(root, cfg, err, err_len))
         return -1;
     cfg->position_encoding = (tessera_position_encoding)named[0];
     cfg->decoder_start = (tessera_decoder_start)named[1];
@@ -470,7 +528,13 @@ static int validate_family_keys(const tessera_config *c, int has_decoder, char *
         return -1;
     if (memchr(c->family, '\0', sizeof c->family) == NULL)
         return tsr_fail(err, err_len, "key 'family': not a terminated string");
+    if (memchr(c->source_tokenizer, '\0', sizeof c->source_tokenizer) == NULL ||
+        memchr(c->target_tokenizer, '\0', sizeof c->target_tokenizer) == NULL)
+        return tsr_fail(err, err_len, "key 'tokenizer': a file name that is not terminated");
     if (!has_decoder) {
+        if (c->target_tokenizer[0])
+            return tsr_fail(err, err_len, "key 'tokenizer.target': an encoder alone has no "
+                                          "target side");
         if (c->tie_output_projection || c->share_embeddings || c->n_banned_target_ids)
             return tsr_fail(err, err_len, "key '%s': an encoder alone has no target side",
                             c->tie_output_projection ? "tie_output_projection"

@@ -124,7 +124,7 @@ int tessera_encode_with(tessera_runtime *rt, const tessera_model *m, const tesse
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
-    TSR_TRY(tsr_check_sources(m, src, n, "sentence", err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, 0, "sentence", err, err_len));
     /* The suffix's vectors are the encoder's output too: each sentence has
      * len + n_source_suffix of them. */
     const tessera_tokens *view;

@@ -20,6 +20,7 @@
 #include "core/errors.h"
 #include "core/memory.h"
 #include "core/runtime.h"
+#include "text/tokenizer.h"
 #include "threads/threads.h"
 
 #ifdef _OPENMP
@@ -800,6 +801,7 @@ void tessera_model_free(tessera_model *m)
     tsr_free_pages(m->plain, m->plain_floats * sizeof(float));
     tsr_free(m->enc);
     tsr_free(m->dec);
+    tsr_model_text_free(m->text);
     tsr_free(m);
 }
 

@@ -81,6 +81,10 @@ struct tessera_model {
     float *plain;
     size_t plain_floats, plain_used;
     size_t weight_bytes;
+
+    /* The tokenizers and vocabularies config.json names (text/tokenizer.h);
+     * NULL when it names none. */
+    struct tsr_model_text *text;
 };
 
 /* The panels thread `copy`'s weights: w itself for copy 0, else a copy of w

@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "core/safetensors.h"
 #include "simd/dispatch.h"
+#include "text/tokenizer.h"
 #include "threads/threads.h"
 
 typedef struct file_source {
@@ -238,18 +239,27 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     if (threads == 0)
         threads = tsr_threads_allowed_cpus();
 
+    /* The tokenizers first: a missing one is found before the weights load. */
+    tsr_model_text *text;
+    TSR_TRY(tsr_model_text_load(dir, &cfg, &text, err, err_len));
+
     file_source fs = {.kernels = kernels};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     int rc = tsr_safetensors_open_table(path, &fs.st, err, err_len);
-    if (rc != 0)
+    if (rc != 0) {
+        tsr_model_text_free(text);
         return tsr_fail_prefix(rc, err, err_len, path);
+    }
 
     tsr_weight_source src = {.fetch = fetch_from_file, .fetch_i8 = fetch_i8_from_file,
                              .ctx = &fs, .concurrent = 1};
     rc = tsr_model_build(&cfg, kernels, type, options ? options->numa : NULL, threads, &src,
                          model, err, err_len);
     tsr_safetensors_close(&fs.st);
-    if (rc != 0)
+    if (rc != 0) {
+        tsr_model_text_free(text);
         return tsr_fail_prefix(rc, err, err_len, path);
+    }
+    (*model)->text = text;
     return 0;
 }

@@ -210,7 +210,7 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
-    TSR_TRY(tsr_check_sources(m, src, n, "source", err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, 0, "source", err, err_len));
     TSR_TRY(tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions, "target", 1, 1,
                              err, err_len));
     for (size_t i = 0; i < n; i++)

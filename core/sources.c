@@ -8,12 +8,12 @@
 #include "core/errors.h"
 #include "core/memory.h"
 
-int tsr_check_sources(const tessera_model *m, const tessera_tokens *src, size_t n,
+int tsr_check_sources(const tessera_model *m, const tessera_tokens *src, size_t n, int allow_empty,
                       const char *what, char *err, size_t err_len)
 {
     const tessera_config *c = &m->cfg;
-    TSR_TRY(tsr_check_tokens(src, n, c->src_vocab_size, c->max_positions, what, 1, 0, err,
-                             err_len));
+    TSR_TRY(tsr_check_tokens(src, n, c->src_vocab_size, c->max_positions, what, 1, allow_empty,
+                             err, err_len));
     size_t k = (size_t)c->n_source_suffix;
     for (size_t i = 0; k > 0 && i < n; i++)
         if (src[i].len + k > (size_t)c->max_positions)

@@ -8,10 +8,10 @@
 
 #include "core/model.h"
 
-/* Every id in the source vocabulary, no sentence empty, and each at most
- * max_positions long with the suffix; `what` names a sentence in messages
- * ("sentence 3: ..."), counted from 1. */
-int tsr_check_sources(const tessera_model *m, const tessera_tokens *src, size_t n,
+/* Every id in the source vocabulary, no sentence empty (unless allow_empty),
+ * and each at most max_positions long with the suffix; `what` names a
+ * sentence in messages ("sentence 3: ..."), counted from 1. */
+int tsr_check_sources(const tessera_model *m, const tessera_tokens *src, size_t n, int allow_empty,
                       const char *what, char *err, size_t err_len);
 
 /* *view: src itself when the model appends nothing (*owned NULL), else a

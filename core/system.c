@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "text/spm.h"
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
@@ -42,5 +43,8 @@ int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len)
                                      : "the portable reference (simd/scalar/i8-linear.c)");
     tsr_topology_describe(line, sizeof line);
     tsr_text_add(&t, "topology: %s\n", line);
+    tsr_text_add(&t, "text: %s\n",
+                 tsr_spm_available() ? "SentencePiece (the tokenizers model directories name)"
+                                     : "not built in (no SentencePiece): ids and pieces only");
     return 0;
 }

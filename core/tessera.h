@@ -128,6 +128,9 @@ typedef struct tessera_config {
     /* eos banned while a hypothesis is shorter (searches only, as
      * banned_target_ids_mode says; fairseq's min_len 1) */
     int min_target_length;
+    /* The model's SentencePiece files (config key tokenizer; docs/model-format.md
+     * section 3), names in the model directory; "" when it has none. */
+    char source_tokenizer[64], target_tokenizer[64];
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes
@@ -399,12 +402,17 @@ typedef struct tessera_translate_options {
     /* NULL (default), or what may stop the call early (tessera_cancel_fn). */
     tessera_cancel_fn cancel;
     void *cancel_arg;
+    /* Nonzero: an empty source is no error; it gets n_best empty hypotheses
+     * (ids NULL, len 0, score 0) and is not decoded (what an empty line of
+     * text becomes). 0 (default): an empty source is an error. */
+    int allow_empty;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
- * end_token -1, no alignments, batch_tokens 0, no cancel function. */
+ * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
+ * sources refused. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total
@@ -494,6 +502,96 @@ int tessera_encode_with(tessera_runtime *runtime, const tessera_model *model,
                         size_t err_len);
 
 void tessera_encodings_free(float **vectors, size_t n);
+
+/* ---- Text -------------------------------------------------------------------
+ *
+ * A model directory whose config.json names a tokenizer (SentencePiece models,
+ * docs/model-format.md section 3) reads and writes text: pieces map to ids
+ * through the model's own vocabulary files, never the tokenizer's ids. Every
+ * function here is safe from any number of threads on one model. */
+
+typedef enum tessera_side {
+    TESSERA_SOURCE = 0,
+    TESSERA_TARGET = 1
+} tessera_side;
+
+/* A vocabulary: one piece per line, line number = id. */
+typedef struct tessera_vocabulary tessera_vocabulary;
+
+/* Loads a vocabulary file that must hold exactly `size` lines (a trailing
+ * '\r' of a line is dropped). Errors name the file. */
+int tessera_vocabulary_load(const char *path, size_t size, tessera_vocabulary **vocab,
+                            char *err, size_t err_len);
+void tessera_vocabulary_free(tessera_vocabulary *vocab); /* NULL is accepted */
+size_t tessera_vocabulary_size(const tessera_vocabulary *vocab);
+/* The id of a piece (len bytes), the first line that holds it; -1 when absent. */
+int32_t tessera_vocabulary_find(const tessera_vocabulary *vocab, const char *piece, size_t len);
+/* The piece of an id; NULL when out of range. Valid as long as vocab. */
+const char *tessera_vocabulary_piece(const tessera_vocabulary *vocab, int32_t id);
+
+/* The vocabulary of a side, loaded with the model when config.json names a
+ * tokenizer (vocab.src.txt, vocab.tgt.txt); NULL otherwise. Valid as long
+ * as the model. */
+const tessera_vocabulary *tessera_model_vocabulary(const tessera_model *model, tessera_side side);
+
+/* 1 when the model can tokenize and detokenize that side's text (it names a
+ * tokenizer, and this library was built with SentencePiece); else 0. */
+int tessera_model_has_tokenizer(const tessera_model *model, tessera_side side);
+
+/* A tokenized text: len ids and, when asked for, the tokenizer's pieces (a
+ * piece absent from the vocabulary has unk_id). */
+typedef struct tessera_tokenized {
+    int32_t *ids;
+    char **pieces; /* NULL unless asked for; each NUL-terminated */
+    size_t len;
+} tessera_tokenized;
+
+/* Tokenizes len bytes of UTF-8 text (no NUL; invalid UTF-8 is an error
+ * naming the byte offset): a leading >>tag<< in the vocabulary is one token,
+ * the rest the tokenizer's pieces; no bos, eos or source_suffix added. An
+ * empty text gives 0 ids. Release with tessera_tokenized_free. */
+int tessera_tokenize(const tessera_model *model, tessera_side side, const char *text, size_t len,
+                     int with_pieces, tessera_tokenized *out, char *err, size_t err_len);
+void tessera_tokenized_free(tessera_tokenized *tokenized);
+
+/* Ids back to text: bos_id, eos_id and pad_id dropped, the others' pieces
+ * decoded by the tokenizer. *text is NUL-terminated; release with
+ * tessera_text_free. An id out of the vocabulary is an error. */
+int tessera_detokenize(const tessera_model *model, tessera_side side, const int32_t *ids,
+                       size_t n, char **text, char *err, size_t err_len);
+/* The same from pieces: those equal to the bos, eos or pad line dropped. */
+int tessera_detokenize_pieces(const tessera_model *model, tessera_side side,
+                              const char *const *pieces, size_t n, char **text, char *err,
+                              size_t err_len);
+void tessera_text_free(char *text);
+
+/* A translation of text: the detokenized text of each hypothesis, and its
+ * ids, score and alignment (source positions count the source's tokens) as
+ * tessera_translate_with gives them. */
+typedef struct tessera_text_hypothesis {
+    char *text;
+    tessera_hypothesis tokens;
+} tessera_text_hypothesis;
+
+/* Translates n texts (NUL-terminated UTF-8) on `runtime`: each tokenized,
+ * translated as tessera_translate_with does (options->target_prefix, when
+ * given, holds target ids), each hypothesis detokenized: n * n_best results,
+ * sentence by sentence, best first. An empty text (no token) gets n_best
+ * empty hypotheses of score 0 without being decoded. Errors name the
+ * sentence. Release with tessera_text_hypotheses_free. */
+int tessera_translate_text(tessera_runtime *runtime, const tessera_model *model,
+                           const char *const *src, size_t n,
+                           const tessera_translate_options *options,
+                           tessera_text_hypothesis **out, char *err, size_t err_len);
+void tessera_text_hypotheses_free(tessera_text_hypothesis *h, size_t count);
+
+/* Scores n (source, target) text pairs as tessera_score_with scores their
+ * tokens: *out as tessera_score_with's (each target's token count + 1
+ * values), released with tessera_scores_free. */
+int tessera_score_text(tessera_runtime *runtime, const tessera_model *model,
+                       const char *const *src, const char *const *tgt, size_t n,
+                       const tessera_score_options *options, float ***out, char *err,
+                       size_t err_len);
 
 /* ---- Memory plans ------------------------------------------------------------
  *

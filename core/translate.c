@@ -199,6 +199,7 @@ typedef struct translate_job {
     size_t n;
     const tessera_translate_options *o;
     tessera_hypothesis *h;
+    const tessera_tokens *given; /* src as the caller gave it, before the suffix */
 } translate_job;
 
 /* A batch's sentences gathered from the call's input (the batcher's order),
@@ -231,6 +232,8 @@ static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_le
     tsr_batcher batches;
     TSR_TRY(tsr_batcher_init(&batches, ex, j->src, NULL, j->n, o->batch, o->batch_tokens,
                              batch_plan, o, "sentence", err, err_len));
+    if (o->allow_empty) /* their hypotheses stay empty, score 0 */
+        tsr_batcher_leave_out_empty(&batches, j->given);
     batches.cancel = o->cancel;
     batches.cancel_arg = o->cancel_arg;
     size_t first, count;
@@ -293,7 +296,7 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
                         !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
     TSR_TRY(check_options(m, o, err, err_len));
-    TSR_TRY(tsr_check_sources(m, src, n, "sentence", err, err_len));
+    TSR_TRY(tsr_check_sources(m, src, n, o->allow_empty, "sentence", err, err_len));
     if (o->target_prefix)
         TSR_TRY(check_prefixes(m, o, n, err, err_len));
     const tessera_tokens *view;
@@ -305,7 +308,7 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
         tsr_free(owned);
         return tsr_fail_oom(err, err_len, "out of memory for %zu hypotheses", n * per);
     }
-    translate_job job = {view, n, o, h};
+    translate_job job = {view, n, o, h, src};
     int rc = tsr_runtime_run(rt, m, translate_all, &job, err, err_len);
     tsr_free(owned);
     if (rc != 0) {

@@ -91,7 +91,7 @@ Test(serve, every_endpoint, .timeout = 120)
     cr_expect_eq(r.status, 200, "%s", r.body);
     json_t *t = json_loads(r.body ? r.body : "", 0, NULL);
     json_t *first = json_array_get(json_object_get(t, "translations"), 0);
-    cr_expect_str_eq(json_string_value(json_object_get(first, "tokens")), "ein und zwanzig");
+    cr_expect_str_eq(json_string_value(json_object_get(first, "text")), "ein und zwanzig");
     json_decref(t);
     http_reply_free(&r);
 
@@ -457,10 +457,10 @@ static corpus *make_corpus(void)
         for (int t = 0; t < c->len[i]; t++)
             c->ids[i][t] = 4 + (int)(rand_r(&seed) % (SRC_VOCAB - 4));
     }
-    cli_lines(c, "translate --n-best 1 --batch 16", source_line, c->greedy[0], sizeof c->greedy[0]);
-    cli_lines(c, "translate --beam 3 --n-best 1 --batch 16", source_line, c->beam3[0],
+    cli_lines(c, "translate --ids --n-best 1 --batch 16", source_line, c->greedy[0], sizeof c->greedy[0]);
+    cli_lines(c, "translate --ids --beam 3 --n-best 1 --batch 16", source_line, c->beam3[0],
               sizeof c->beam3[0]);
-    cli_lines(c, "score --batch 16", score_line, c->scored[0], sizeof c->scored[0]);
+    cli_lines(c, "score --ids --batch 16", score_line, c->scored[0], sizeof c->scored[0]);
     return c;
 }
 

@@ -10,22 +10,20 @@
 
 #include "cli/cli.h"
 #include "cli/line_reader.h"
-#include "cli/vocab.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "lines";
 
 #define VOCAB_SIZE 8
 
-static const cli_vocab *vocab(void)
+static const tessera_vocabulary *vocab(void)
 {
-    static cli_vocab *v;
+    static tessera_vocabulary *v;
     if (!v) {
         static const char words[] = "<unk>\n<s>\n</s>\n<pad>\na\nb\nf\xc3\xbcnf\nab\n";
         char err[512];
-        v = cli_vocab_load(fuzz_write_file("vocab.txt", words, sizeof words - 1), VOCAB_SIZE, err,
-                           sizeof err);
-        if (!v)
+        if (tessera_vocabulary_load(fuzz_write_file("vocab.txt", words, sizeof words - 1),
+                                    VOCAB_SIZE, &v, err, sizeof err) != 0)
             abort();
     }
     return v;

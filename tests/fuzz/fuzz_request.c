@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "cli/serve.h"
-#include "cli/vocab.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "request";
@@ -34,10 +33,11 @@ static const cli_model *model(void)
         const char *path = fuzz_write_file("vocab.txt", words, sizeof words - 1);
         char err[512];
         cm.cfg = &cfg;
-        cm.src_vocab = cli_vocab_load(path, VOCAB_SIZE, err, sizeof err);
-        cm.tgt_vocab = cli_vocab_load(path, VOCAB_SIZE, err, sizeof err);
-        if (!cm.src_vocab || !cm.tgt_vocab)
+        static tessera_vocabulary *vocab;
+        if (tessera_vocabulary_load(path, VOCAB_SIZE, &vocab, err, sizeof err) != 0)
             abort();
+        cm.src_vocab = cm.tgt_vocab = vocab;
+        cm.form = CLI_PIECES;
     }
     return &cm;
 }

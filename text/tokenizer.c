@@ -1,0 +1,209 @@
+/* A model's tokenizers (text/tokenizer.h). */
+#include "text/tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/memory.h"
+#include "text/vocabulary.h"
+
+/* Larger than any SentencePiece model (OPUS-MT's are under 1 MB): a file
+ * past it is not one, and is not read into memory. */
+#define SPM_FILE_MAX ((off_t)256 << 20)
+
+static int load_spm(const char *dir, const char *file, tsr_spm **spm, char *err, size_t err_len)
+{
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    off_t size;
+    int fd = tsr_open_regular(path, &size, why, sizeof why);
+    if (fd < 0)
+        return tsr_fail(err, err_len, "%s: %s (the tokenizer config.json names)", path, why);
+    if (size > SPM_FILE_MAX) {
+        close(fd);
+        return tsr_fail(err, err_len, "%s: %lld bytes, not a SentencePiece model (at most %lld)",
+                        path, (long long)size, (long long)SPM_FILE_MAX);
+    }
+    char *bytes = tsr_malloc((size_t)size + 1);
+    if (!bytes) {
+        close(fd);
+        return tsr_fail_oom(err, err_len, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    int e = 0;
+    while (got < (size_t)size) {
+        ssize_t n = read(fd, bytes + got, (size_t)size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            e = n < 0 ? errno : EIO;
+            break;
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    int rc = e ? tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(e))
+               : tsr_spm_load(path, bytes, got, spm, err, err_len);
+    tsr_free(bytes);
+    return rc;
+}
+
+static int load_side(const char *dir, const tessera_config *c, tessera_side s,
+                     tsr_model_text *t, char *err, size_t err_len)
+{
+    const char *file = s == TESSERA_SOURCE ? c->source_tokenizer : c->target_tokenizer;
+    if (!file[0])
+        return 0;
+    tsr_text_side *side = &t->side[s];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, s == TESSERA_SOURCE ? "vocab.src.txt" : "vocab.tgt.txt");
+    TSR_TRY(tessera_vocabulary_load(path,
+                                    (size_t)(s == TESSERA_SOURCE ? c->src_vocab_size
+                                                                 : c->tgt_vocab_size),
+                                    &side->vocab, err, err_len));
+    side->file = file;
+    side->unk_id = c->unk_id;
+    side->dropped[0] = c->bos_id;
+    side->dropped[1] = c->eos_id;
+    side->dropped[2] = c->pad_id;
+    if (!tsr_spm_available())
+        return 0; /* the vocabulary still serves ids and pieces */
+    if (s == TESSERA_TARGET && t->owned[TESSERA_SOURCE] &&
+        strcmp(file, c->source_tokenizer) == 0) {
+        side->spm = t->owned[TESSERA_SOURCE]; /* one model shared by both sides */
+        return 0;
+    }
+    TSR_TRY(load_spm(dir, file, &t->owned[s], err, err_len));
+    side->spm = t->owned[s];
+    return 0;
+}
+
+int tsr_model_text_load(const char *dir, const tessera_config *c, tsr_model_text **out,
+                        char *err, size_t err_len)
+{
+    *out = NULL;
+    if (!c->source_tokenizer[0] && !c->target_tokenizer[0])
+        return 0;
+    tsr_model_text *t = tsr_calloc(1, sizeof *t);
+    if (!t)
+        return tsr_fail_oom(err, err_len, "out of memory loading the tokenizers");
+    int rc = load_side(dir, c, TESSERA_SOURCE, t, err, err_len);
+    if (rc == 0)
+        rc = load_side(dir, c, TESSERA_TARGET, t, err, err_len);
+    if (rc != 0) {
+        tsr_model_text_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void tsr_model_text_free(tsr_model_text *t)
+{
+    if (!t)
+        return;
+    for (int s = 0; s < 2; s++) {
+        tessera_vocabulary_free(t->side[s].vocab);
+        tsr_spm_free(t->owned[s]);
+    }
+    tsr_free(t);
+}
+
+/* The tokens being gathered by tsr_text_tokenize. */
+typedef struct gather {
+    const tsr_text_side *side;
+    tessera_tokenized *out;
+    size_t cap;
+    int with_pieces;
+} gather;
+
+static int push(void *arg, const char *piece, size_t len)
+{
+    gather *g = arg;
+    tessera_tokenized *out = g->out;
+    if (out->len == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 64;
+        int32_t *ids = tsr_realloc(out->ids, cap * sizeof *ids);
+        if (!ids)
+            return TESSERA_ERR_NOMEM;
+        out->ids = ids;
+        if (g->with_pieces) {
+            char **pieces = tsr_realloc(out->pieces, cap * sizeof *pieces);
+            if (!pieces)
+                return TESSERA_ERR_NOMEM;
+            out->pieces = pieces;
+        }
+        g->cap = cap;
+    }
+    if (g->with_pieces) {
+        char *copy = tsr_malloc(len + 1);
+        if (!copy)
+            return TESSERA_ERR_NOMEM;
+        memcpy(copy, piece, len);
+        copy[len] = '\0';
+        out->pieces[out->len] = copy;
+    }
+    int32_t id = tsr_vocabulary_find(g->side->vocab, piece, len);
+    out->ids[out->len++] = id >= 0 ? id : g->side->unk_id;
+    return 0;
+}
+
+/* The length of a leading ">>tag<<" (1 to 32 of A-Z a-z 0-9 _ -), or 0. */
+static size_t tag_length(const char *text, size_t len)
+{
+    if (len < 5 || text[0] != '>' || text[1] != '>')
+        return 0;
+    for (size_t i = 2; i < len && i < 2 + 33; i++) {
+        char c = text[i];
+        if (c == '<')
+            return i > 2 && i + 1 < len && text[i + 1] == '<' ? i + 2 : 0;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 0;
+}
+
+int tsr_text_tokenize(const tsr_text_side *side, const char *text, size_t len, int with_pieces,
+                      tessera_tokenized *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    size_t bad = tsr_utf8_invalid_at(text, len);
+    if (bad < len)
+        return tsr_fail(err, err_len, text[bad] ? "invalid UTF-8 at byte %zu"
+                                                : "a NUL byte at byte %zu", bad + 1);
+    if (!side->spm)
+        return tsr_fail(err, err_len,
+                        "%s: this tessera was built without SentencePiece: give ids or pieces",
+                        side->file);
+    gather g = {side, out, 0, with_pieces};
+    int rc = 0;
+    size_t tag = tag_length(text, len);
+    if (tag && tsr_vocabulary_find(side->vocab, text, tag) >= 0) {
+        rc = push(&g, text, tag);
+        text += tag;
+        len -= tag;
+    }
+    if (rc == 0)
+        rc = tsr_spm_encode(side->spm, text, len, push, &g, err, err_len);
+    if (rc == TESSERA_ERR_NOMEM)
+        tsr_fail_oom(err, err_len, "out of memory tokenizing %zu bytes", len);
+    if (rc != 0)
+        tessera_tokenized_free(out);
+    return rc;
+}
+
+int tsr_text_decode(const tsr_text_side *side, const char *const *pieces, size_t n, char **text,
+                    char *err, size_t err_len)
+{
+    size_t len;
+    if (!side->spm)
+        return tsr_fail(err, err_len,
+                        "%s: this tessera was built without SentencePiece: ask for ids or pieces",
+                        side->file);
+    return tsr_spm_decode(side->spm, pieces, n, text, &len, err, err_len);
+}
