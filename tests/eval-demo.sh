@@ -13,7 +13,7 @@ tessera="${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/eval-demo-test.XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT INT TERM
-for f in config.json model.safetensors vocab.src.txt vocab.tgt.txt test.src.txt; do
+for f in config.json model.safetensors vocab.src.txt vocab.tgt.txt source.spm target.spm test.src.txt; do
     ln -s "$(cd "$model" && pwd)/$f" "$work/$f" || exit 99
 done
 # Lines 1 and 5 of the references get a wrong last word.
