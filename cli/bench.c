@@ -45,6 +45,9 @@ static void usage(FILE *f)
             "  score     teacher-forced scoring of --batch pairs together (tokens/s)\n"
             "  encode-batch  the encoder's output vectors of --batch sentences (tessera\n"
             "            encode; source tokens/s)\n"
+            "  text-batch  greedy-batch on text (a model with tokenizers, --model): the\n"
+            "            sources' text tokenized, translated, the output detokenized;\n"
+            "            text_ms= is the tokenizing and detokenizing, text_pct= its share\n"
             "  load      loading the model (load_ms) against reading its weights file from\n"
             "            the page cache into fresh huge-page memory (read_ms), alternated,\n"
             "            the best of --repeat each, and ratio=load_ms/read_ms; a built-in\n"
@@ -111,17 +114,19 @@ typedef struct bench_case {
     int sampling; /* top-k 10, top-p 0.9, temperature 0.8, min-len --tgt-len */
     int encode;   /* tessera_encode of the batch */
     int align;    /* translate with return_alignments */
+    int text;     /* greedy on text: tokenize, translate, detokenize */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"encoder", 1, 1, 0, 1, 0, 0, 0},
-    {"greedy", 1, 1, 0, 0, 0, 0, 0},
-    {"greedy-batch", 0, 1, 0, 0, 0, 0, 0},
-    {"align-batch", 0, 1, 0, 0, 0, 0, 1},
-    {"beam4", 0, 4, 0, 0, 0, 0, 0},
-    {"sample-batch", 0, 1, 0, 0, 1, 0, 0},
-    {"score", 0, 1, 1, 0, 0, 0, 0},
-    {"encode-batch", 0, 1, 0, 0, 0, 1, 0},
+    {"encoder", 1, 1, 0, 1, 0, 0, 0, 0},
+    {"greedy", 1, 1, 0, 0, 0, 0, 0, 0},
+    {"greedy-batch", 0, 1, 0, 0, 0, 0, 0, 0},
+    {"align-batch", 0, 1, 0, 0, 0, 0, 1, 0},
+    {"beam4", 0, 4, 0, 0, 0, 0, 0, 0},
+    {"sample-batch", 0, 1, 0, 0, 1, 0, 0, 0},
+    {"score", 0, 1, 1, 0, 0, 0, 0, 0},
+    {"encode-batch", 0, 1, 0, 0, 0, 1, 0, 0},
+    {"text-batch", 0, 1, 0, 0, 0, 0, 0, 1},
 };
 
 static double bench_failed(const char *err)
@@ -154,12 +159,15 @@ static double run_encoder(tessera_runtime *rt, const tessera_model *m, const tes
  * values, no decoding step (the encoder case's with_cross_kv_ms). */
 static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_case *bc,
                        const bench_options *o, const tessera_tokens *src,
-                       const tessera_tokens *tgt, int n, long *produced)
+                       const tessera_tokens *tgt, char *const *texts, int n, long *produced,
+                       double *text_ms)
 {
     char err[512];
     *produced = 0;
     double t0 = now_ms();
-    if (bc->encode) {
+    if (bc->text) {
+        return cli_bench_text_once(rt, m, texts, n, o->tgt_len, text_ms, produced);
+    } else if (bc->encode) {
         float **vectors;
         tessera_encode_options eo;
         tessera_encode_options_init(&eo);
@@ -216,24 +224,35 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
 {
     int n = bc->sentences ? bc->sentences : o->batch, failed = 0;
     long produced = 0;
+    char err[256];
+    if (bc->text && !tessera_model_has_tokenizer(m, TESSERA_SOURCE)) {
+        printf("case=%s config=%s isa=%s skipped=no_tokenizers (bench --model a model "
+               "directory whose config.json names them)\n",
+               bc->name, label, tessera_kernel_set(err, sizeof err));
+        return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
+    }
+    char **texts = NULL;
+    if (bc->text && cli_bench_texts(m, src, n, &texts) != 0)
+        return 1;
     double *ms = malloc((size_t)o->repeat * sizeof *ms);
-    double *enc_ms = malloc((size_t)o->repeat * sizeof *enc_ms);
+    double *enc_ms = malloc((size_t)o->repeat * sizeof *enc_ms); /* or text_ms */
     if (!ms || !enc_ms) {
         free(ms);
         free(enc_ms);
+        cli_bench_texts_free(texts, n);
         return cli_error("bench: out of memory");
     }
     /* One warm-up, then the timed runs (the encoder alone interleaved with
      * its translate counterpart, so both see the same machine). */
-    failed = run_once(rt, m, bc, o, src, tgt, n, &produced) < 0 ||
+    failed = run_once(rt, m, bc, o, src, tgt, texts, n, &produced, &enc_ms[0]) < 0 ||
              (bc->encoder_only && run_encoder(rt, m, src) < 0);
     for (int r = 0; !failed && r < o->repeat; r++) {
-        failed = (ms[r] = run_once(rt, m, bc, o, src, tgt, n, &produced)) < 0;
+        failed = (ms[r] = run_once(rt, m, bc, o, src, tgt, texts, n, &produced, &enc_ms[r])) < 0;
         if (!failed && bc->encoder_only)
             failed = (enc_ms[r] = run_encoder(rt, m, src)) < 0;
     }
+    cli_bench_texts_free(texts, n);
     if (!failed) {
-        char err[256];
         double median = median_of(ms, o->repeat);
         printf("case=%s config=%s isa=%s compute_type=%s threads=%d sentences=%d src_len=%d",
                bc->name, label, tessera_kernel_set(err, sizeof err),
@@ -243,6 +262,10 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
                    median);
+        else if (bc->text)
+            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f text_ms=%.3f text_pct=%.2f\n",
+                   o->tgt_len, produced, median, median_of(enc_ms, o->repeat),
+                   100.0 * median_of(enc_ms, o->repeat) / median);
         else if (bc->encode)
             printf(" median_ms=%.3f src_tok_per_s=%.1f\n", median,
                    (double)produced / (median / 1e3));

@@ -19,4 +19,18 @@ int cli_bench_write_model(const tessera_config *c, const char *dir, char *err, s
 int cli_bench_load(const char *dir, const char *label, const tessera_load_options *load,
                    int threads, int repeat);
 
+/* The text-batch case's sentences: the text of each source, detokenized
+ * from its random ids (random pieces make text of every kind the tokenizer
+ * knows). *texts is n strings, released with cli_bench_texts_free. 0, or 1
+ * after printing the error. */
+int cli_bench_texts(const tessera_model *m, const tessera_tokens *src, int n, char ***texts);
+void cli_bench_texts_free(char **texts, int n);
+
+/* One run of text-batch: tokenize the n texts, translate them greedily
+ * together (max_len tgt_len), detokenize the translations. Milliseconds in
+ * all, *text_ms of them tokenizing and detokenizing, *produced the target
+ * tokens; a negative value after printing an error. */
+double cli_bench_text_once(tessera_runtime *rt, const tessera_model *m, char *const *texts, int n,
+                           int tgt_len, double *text_ms, long *produced);
+
 #endif
