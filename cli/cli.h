@@ -199,6 +199,9 @@ int cli_line_ids(cli_line *l, const int32_t *ids, size_t n, const tessera_vocabu
  * line). 0, or -1 with the message in err. */
 int cli_line_side(cli_line *l, const cli_model *cm, tessera_side side, const int32_t *ids,
                   size_t n, char *err, size_t err_len);
+/* Appends detokenized text as one field of one line: its TABs, CRs and
+ * newlines (byte pieces may make them) as spaces. */
+int cli_line_text(cli_line *l, const char *text);
 /* Appends n raw bytes (binary output). */
 int cli_line_bytes(cli_line *l, const void *bytes, size_t n);
 /* Writes the line and a newline to stdout; -1 (reported) on a write error. */

@@ -182,11 +182,16 @@ int cli_line_side(cli_line *l, const cli_model *cm, tessera_side side, const int
     char *text;
     if (tessera_detokenize(cm->model, side, ids, n, &text, err, err_len) != 0)
         return -1;
-    size_t from = l->len, len = strlen(text);
-    int rc = line_append(l, text, len);
+    int rc = cli_line_text(l, text);
     tessera_text_free(text);
-    if (rc != 0)
-        return cli_fail(err, err_len, "out of memory writing output");
+    return rc == 0 ? 0 : cli_fail(err, err_len, "out of memory writing output");
+}
+
+int cli_line_text(cli_line *l, const char *text)
+{
+    size_t from = l->len;
+    if (line_append(l, text, strlen(text)) != 0)
+        return -1;
     for (size_t i = from; i < l->len; i++)
         if (l->text[i] == '\t' || l->text[i] == '\n' || l->text[i] == '\r')
             l->text[i] = ' ';

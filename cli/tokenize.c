@@ -186,7 +186,7 @@ static int detokenize_line(const tok_command *c, char *line, size_t len, cli_lin
     }
     if (rc != 0)
         return -1;
-    rc = cli_line_bytes(out, text, strlen(text));
+    rc = cli_line_text(out, text);
     tessera_text_free(text);
     return rc == 0 ? 0 : cli_fail(err, err_len, "out of memory");
 }

@@ -555,11 +555,13 @@ int tessera_tokenize(const tessera_model *model, tessera_side side, const char *
 void tessera_tokenized_free(tessera_tokenized *tokenized);
 
 /* Ids back to text: bos_id, eos_id and pad_id dropped, the others' pieces
- * decoded by the tokenizer. *text is NUL-terminated; release with
- * tessera_text_free. An id out of the vocabulary is an error. */
+ * decoded by the tokenizer. *text is NUL-terminated (a NUL the pieces decode
+ * to, byte piece <0x00>, is a space); release with tessera_text_free. An id
+ * out of the vocabulary is an error. */
 int tessera_detokenize(const tessera_model *model, tessera_side side, const int32_t *ids,
                        size_t n, char **text, char *err, size_t err_len);
-/* The same from pieces: those equal to the bos, eos or pad line dropped. */
+/* The same from pieces, each taken as the vocabulary's id (an unknown one as
+ * unk_id), as the command reads pieces. */
 int tessera_detokenize_pieces(const tessera_model *model, tessera_side side,
                               const char *const *pieces, size_t n, char **text, char *err,
                               size_t err_len);
@@ -573,7 +575,8 @@ typedef struct tessera_text_hypothesis {
     tessera_hypothesis tokens;
 } tessera_text_hypothesis;
 
-/* Translates n texts (NUL-terminated UTF-8) on `runtime`: each tokenized,
+/* Translates n texts (NUL-terminated UTF-8) on `runtime` (options NULL: the
+ * defaults): each tokenized,
  * translated as tessera_translate_with does (options->target_prefix, when
  * given, holds target ids), each hypothesis detokenized: n * n_best results,
  * sentence by sentence, best first. An empty text (no token) gets n_best
@@ -586,7 +589,7 @@ int tessera_translate_text(tessera_runtime *runtime, const tessera_model *model,
 void tessera_text_hypotheses_free(tessera_text_hypothesis *h, size_t count);
 
 /* Scores n (source, target) text pairs as tessera_score_with scores their
- * tokens: *out as tessera_score_with's (each target's token count + 1
+ * tokens (options NULL: the defaults): *out as tessera_score_with's (each target's token count + 1
  * values), released with tessera_scores_free. */
 int tessera_score_text(tessera_runtime *runtime, const tessera_model *model,
                        const char *const *src, const char *const *tgt, size_t n,

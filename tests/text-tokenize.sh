@@ -194,8 +194,8 @@ for name in ("unigram", "bpe"):
                 assert back == sp.decode_pieces(pieces), (name, side, text)
         # Every vocabulary id, in seeded random order, 1 to 12 a line; a line
         # of specials alone; runs of spaces around and between ids. The byte
-        # piece <0x0A> decodes to "\n", two lines out for one in: it comes
-        # last, so that the lines before it are the input's.
+        # piece <0x0A> decodes to "\n", written as a space (§3: one line out
+        # per line in); it comes last.
         rng = random.Random(36)
         newline = [i for i, piece in enumerate(vocab[0]) if piece == "<0x0A>"]
         ids = [i for i in range(len(vocab[0])) if i not in newline]
@@ -210,7 +210,8 @@ for name in ("unigram", "bpe"):
         text_rows = [" ".join(map(str, row)) for row in rows] + ["  %d   %d %d " % (c, d, e)]
         rows.append([c, d, e])
         write_lines(path("in", "%s.%s.allids" % (name, side)), text_rows)
-        write_lines(stem + "alltext", [ref.detokenize(sp, vocab, row, SPECIAL) for row in rows])
+        write_lines(stem + "alltext",
+                    [ref.as_line(ref.detokenize(sp, vocab, row, SPECIAL)) for row in rows])
 
 unigram_source = outputs["unigram", "source"]
 assert any(UNK in ids for _, ids in unigram_source), "the unigram model has no unknown character"

@@ -128,9 +128,12 @@ int tessera_detokenize_pieces(const tessera_model *m, tessera_side s, const char
             tsr_free(kept);
             return tsr_fail(err, err_len, "detokenize: piece %zu is NULL", i + 1);
         }
+        /* As the command reads pieces: an unknown one is unk_id's. */
         int32_t id = tsr_vocabulary_find(side->vocab, pieces[i], strlen(pieces[i]));
-        if (id < 0 || !dropped(side, id))
-            kept[k++] = pieces[i];
+        if (id < 0)
+            id = side->unk_id;
+        if (!dropped(side, id))
+            kept[k++] = tsr_vocabulary_piece(side->vocab, id);
     }
     int rc = tsr_text_decode(side, kept, k, text, err, err_len);
     tsr_free(kept);
@@ -173,8 +176,11 @@ int tessera_translate_text(tessera_runtime *rt, const tessera_model *m, const ch
     *out = NULL;
     if (!src && n > 0)
         return tsr_fail(err, err_len, "translate: src is NULL");
-    if (!o)
-        return tsr_fail(err, err_len, "translate: the options are NULL");
+    tessera_translate_options defaults;
+    if (!o) {
+        tessera_translate_options_init(&defaults);
+        o = &defaults;
+    }
     const tsr_text_side *source = NULL, *target = NULL;
     TSR_TRY(text_side(m, TESSERA_SOURCE, "translate", &source, err, err_len));
     TSR_TRY(text_side(m, TESSERA_TARGET, "translate", &target, err, err_len));
@@ -249,8 +255,11 @@ int tessera_score_text(tessera_runtime *rt, const tessera_model *m, const char *
         rc = tokenize_all(source, src, n, "source", tok, tokens, err, err_len);
     if (rc == 0)
         rc = tokenize_all(target, tgt, n, "target", tok + n, tokens + n, err, err_len);
+    tessera_score_options defaults;
+    tessera_score_options_init(&defaults);
     if (rc == 0)
-        rc = tessera_score_with(rt, m, tokens, tokens + n, n, o, out, err, err_len);
+        rc = tessera_score_with(rt, m, tokens, tokens + n, n, o ? o : &defaults, out, err,
+                                err_len);
     free_tokenized(tok, 2 * n);
     tsr_free(tokens);
     return rc;

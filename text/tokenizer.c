@@ -22,7 +22,7 @@ static int load_spm(const char *dir, const char *file, tsr_spm **spm, char *err,
     off_t size;
     int fd = tsr_open_regular(path, &size, why, sizeof why);
     if (fd < 0)
-        return tsr_fail(err, err_len, "%s: %s (the tokenizer config.json names)", path, why);
+        return tsr_fail(err, err_len, "%s: %s (config.json's tokenizer)", path, why);
     if (size > SPM_FILE_MAX) {
         close(fd);
         return tsr_fail(err, err_len, "%s: %lld bytes, not a SentencePiece model (at most %lld)",
@@ -205,5 +205,11 @@ int tsr_text_decode(const tsr_text_side *side, const char *const *pieces, size_t
         return tsr_fail(err, err_len,
                         "%s: this tessera was built without SentencePiece: ask for ids or pieces",
                         side->file);
-    return tsr_spm_decode(side->spm, pieces, n, text, &len, err, err_len);
+    TSR_TRY(tsr_spm_decode(side->spm, pieces, n, text, &len, err, err_len));
+    /* A byte piece <0x00> decodes to a NUL: a space, so that the text is all
+     * there in a C string. */
+    for (size_t i = 0; i < len; i++)
+        if ((*text)[i] == '\0')
+            (*text)[i] = ' ';
+    return 0;
 }

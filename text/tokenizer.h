@@ -36,7 +36,8 @@ void tsr_model_text_free(tsr_model_text *text);
 int tsr_text_tokenize(const tsr_text_side *side, const char *text, size_t len, int with_pieces,
                       tessera_tokenized *out, char *err, size_t err_len);
 
-/* Decodes pieces (the dropped ids' pieces left out by the caller). */
+/* Decodes pieces (the dropped ids' pieces left out by the caller); a NUL
+ * they decode to (byte piece <0x00>) is written as a space. */
 int tsr_text_decode(const tsr_text_side *side, const char *const *pieces, size_t n, char **text,
                     char *err, size_t err_len);
 

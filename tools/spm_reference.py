@@ -113,7 +113,13 @@ def detokenize(sp, vocab, ids, special_ids):
     vocabulary lines decoded by the SentencePiece model."""
     lines, _ = vocab
     pieces = [lines[i] for i in ids if i not in special_ids]
-    return sp.decode_pieces(pieces)
+    # §3: a NUL the pieces decode to (byte piece <0x00>) is a space.
+    return sp.decode_pieces(pieces).replace("\0", " ")
+
+
+def as_line(text):
+    """§3: the command writes text as one line, TAB, CR and LF as spaces."""
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
 def read_lines(stream):
@@ -178,7 +184,8 @@ def run(args, stdin, stdout):
             pieces, ids = tokenize(sp, vocab, text_of(number, line), args.unk_id)
             out = " ".join(str(i) for i in ids) if args.ids else " ".join(pieces)
         else:
-            out = detokenize(sp, vocab, ids_of(number, line, vocab, args.unk_id, args.pieces), special)
+            out = as_line(detokenize(sp, vocab, ids_of(number, line, vocab, args.unk_id,
+                                                        args.pieces), special))
         stdout.write(out.encode("utf-8") + b"\n")
 
 
