@@ -1,8 +1,10 @@
 /* Fuzz target: the command's input lines. The input is cut into lines as
  * the command reads them (through its reader, cli/line_reader.c), and each line
  * is parsed every way the commands parse one: a sentence of ids (translate,
- * encode), of tokens through a vocabulary (--tokens), and as
- * SOURCE<TAB>TARGET (score, translate --prefix), both halves both ways. */
+ * encode), of pieces through a vocabulary (--pieces), of text through a
+ * model's SentencePiece tokenizer (TSR_FUZZ_TEXT_MODEL: NFKC, byte
+ * fallback), whose ids are written back as text, and as SOURCE<TAB>TARGET
+ * (score, translate --prefix), both halves every way. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,43 @@ static const tessera_vocabulary *vocab(void)
     return v;
 }
 
+/* The text model, in the command's text form (NULL in a build without
+ * SentencePiece). */
+static const cli_model *text_model(void)
+{
+    static cli_model cm;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        char err[512];
+        if (tessera_model_load(TSR_FUZZ_TEXT_MODEL, &cm.model, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            abort();
+        }
+        cm.cfg = tessera_model_config(cm.model);
+        cm.form = CLI_TEXT;
+    }
+    return tessera_model_has_tokenizer(cm.model, TESSERA_SOURCE) ? &cm : NULL;
+}
+
+static void check_text(const cli_model *cm, tessera_side side, const char *text, size_t len,
+                       cli_ids *ids)
+{
+    char err[512];
+    int vocab = side == TESSERA_SOURCE ? cm->cfg->src_vocab_size : cm->cfg->tgt_vocab_size;
+    if (cli_parse_side(cm, side, text, len, ids, err, sizeof err) != 0)
+        return;
+    for (size_t i = 0; i < ids->len; i++)
+        if (ids->ids[i] < 0 || ids->ids[i] >= vocab)
+            __builtin_trap(); /* an id out of the vocabulary */
+    cli_line out = {0};
+    if (cli_line_side(&out, cm, side, ids->ids, ids->len, err, sizeof err) != 0)
+        __builtin_trap(); /* the model's own ids must make text */
+    if (memchr(out.text ? out.text : "", '\n', out.len) || (out.text && strlen(out.text) != out.len))
+        __builtin_trap(); /* the text must stay one line, a C string */
+    cli_line_free(&out);
+}
+
 static void parse_every_way(const char *text, size_t len, cli_ids *ids)
 {
     char err[512];
@@ -37,6 +76,11 @@ static void parse_every_way(const char *text, size_t len, cli_ids *ids)
                                sizeof err) == 0 &&
             ids->len > 0 && (ids->ids[0] < 0 || ids->ids[ids->len - 1] >= VOCAB_SIZE))
             __builtin_trap(); /* an id out of range got through */
+    const cli_model *cm = text_model();
+    if (cm) {
+        check_text(cm, TESSERA_SOURCE, text, len, ids);
+        check_text(cm, TESSERA_TARGET, text, len, ids);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

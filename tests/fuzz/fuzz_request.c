@@ -1,7 +1,9 @@
 /* Fuzz target: the bodies `tessera serve` takes from the network. The input
  * is parsed as a /translate and as a /score request (cli/serve_request.c)
- * against a small model's configuration and vocabularies, so that ids and
- * text both reach the sentence readers. A body that is refused must come
+ * against a small model's configuration and vocabularies (text as pieces),
+ * and against a model with a SentencePiece tokenizer (TSR_FUZZ_TEXT_MODEL:
+ * text as text), so that ids, pieces and text all reach the sentence
+ * readers. A body that is refused must come
  * with an HTTP status of 400, 413 or 500 and a message that srv_error_json
  * can carry (valid UTF-8: it is quoted into the JSON answer); a body that
  * is taken becomes a job whose every source and target lies within the
@@ -9,6 +11,7 @@
  * as no model runs here) is valid JSON. */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,19 +45,38 @@ static const cli_model *model(void)
     return &cm;
 }
 
-static void check_tokens(const tessera_tokens *t, size_t max_len)
+/* The text model, in the server's text form (NULL in a build without
+ * SentencePiece). */
+static const cli_model *text_model(void)
+{
+    static cli_model cm;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        char err[512];
+        if (tessera_model_load(TSR_FUZZ_TEXT_MODEL, &cm.model, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            abort();
+        }
+        cm.cfg = tessera_model_config(cm.model);
+        cm.form = CLI_TEXT;
+    }
+    return tessera_model_has_tokenizer(cm.model, TESSERA_SOURCE) ? &cm : NULL;
+}
+
+static void check_tokens(const tessera_tokens *t, size_t max_len, int vocab)
 {
     if (t->len > max_len)
         __builtin_trap(); /* longer than the model takes */
     for (size_t k = 0; k < t->len; k++)
-        if (t->ids[k] < 0 || t->ids[k] >= VOCAB_SIZE)
+        if (t->ids[k] < 0 || t->ids[k] >= vocab)
             __builtin_trap(); /* an id out of range got through */
 }
 
-static void parse_as(srv_kind kind, const char *body, size_t len)
+static void parse_as(srv_kind kind, const char *body, size_t len, const cli_model *cm)
 {
     const srv_settings settings = {.max_sentences = 32, .max_body = 1 << 20};
-    const cli_model *cm = model();
+    const size_t max_positions = (size_t)cm->cfg->max_positions;
     int http_status = 0;
     char err[512] = "";
     srv_job *job = srv_job_parse(kind, body, len, cm, &settings, &http_status, err, sizeof err);
@@ -70,9 +92,9 @@ static void parse_as(srv_kind kind, const char *body, size_t len)
     if (job->n == 0 || job->n > (size_t)settings.max_sentences)
         __builtin_trap();
     for (size_t i = 0; i < job->n; i++) {
-        check_tokens(&job->src[i], MAX_POSITIONS);
+        check_tokens(&job->src[i], max_positions, cm->cfg->src_vocab_size);
         if (kind == SRV_SCORE) {
-            check_tokens(&job->tgt[i], MAX_POSITIONS - 1);
+            check_tokens(&job->tgt[i], max_positions - 1, cm->cfg->tgt_vocab_size);
             job->logprobs[i] = calloc(job->tgt[i].len + 1, sizeof **job->logprobs);
             if (!job->logprobs[i])
                 abort();
@@ -90,7 +112,10 @@ static void parse_as(srv_kind kind, const char *body, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    parse_as(SRV_TRANSLATE, (const char *)data, size);
-    parse_as(SRV_SCORE, (const char *)data, size);
+    const cli_model *models[2] = {model(), text_model()};
+    for (int m = 0; m < 2 && models[m]; m++) {
+        parse_as(SRV_TRANSLATE, (const char *)data, size, models[m]);
+        parse_as(SRV_SCORE, (const char *)data, size, models[m]);
+    }
     return 0;
 }
