@@ -95,6 +95,14 @@ int cli_parse_sentence(const char *text, size_t len, const tessera_vocabulary *v
 static int parse_text(const cli_model *cm, tessera_side side, const char *text, size_t len,
                       cli_ids *out, char *err, size_t err_len)
 {
+    /* A sentence fits max_positions tokens (a target, with BOS), or is refused
+     * before a huge line costs a huge tokenization. */
+    size_t most = (size_t)cm->cfg->max_positions - (side == TESSERA_TARGET);
+    if (len / TESSERA_TEXT_BYTES_PER_TOKEN > most)
+        return cli_fail(err, err_len,
+                        "%zu bytes of text, more than %zu tokens can hold (max_positions; %d "
+                        "bytes a token)",
+                        len, most, TESSERA_TEXT_BYTES_PER_TOKEN);
     tessera_tokenized t;
     if (tessera_tokenize(cm->model, side, text, len, 0, &t, err, err_len) != 0)
         return -1;

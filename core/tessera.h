@@ -538,6 +538,12 @@ const tessera_vocabulary *tessera_model_vocabulary(const tessera_model *model, t
  * tokenizer, and this library was built with SentencePiece); else 0. */
 int tessera_model_has_tokenizer(const tessera_model *model, tessera_side side);
 
+/* The most bytes of text a token may take: a sentence that must fit N
+ * tokens (max_positions) is refused, before it is tokenized, when it is longer
+ * than N times this (a SentencePiece piece is at most 16 characters of up to
+ * 4 bytes), so that a huge line costs no huge tokenization. */
+#define TESSERA_TEXT_BYTES_PER_TOKEN 64
+
 /* A tokenized text: len ids and, when asked for, the tokenizer's pieces (a
  * piece absent from the vocabulary has unk_id). */
 typedef struct tessera_tokenized {

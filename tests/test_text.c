@@ -155,6 +155,36 @@ Test(text, bad_text_is_one_error_naming_its_line_after_the_lines_before)
     test_run_free(&r);
 }
 
+/* A 10 MB line is refused by its size, before any tokenizing: at once, in
+ * little memory, after the line before it. */
+Test(text, a_huge_line_is_refused_before_it_is_tokenized)
+{
+    size_t big = 10u << 20;
+    char *input = malloc(big + 64);
+    cr_assert(input);
+    size_t at = (size_t)sprintf(input, "twenty one\n");
+    for (size_t i = 0; i < big / 4; i++, at += 4)
+        memcpy(input + at, "one ", 4);
+    at += (size_t)sprintf(input + at, "\nzero\n");
+    test_run r = run_in(model_dir, input, (long)at, "translate", NULL);
+    expect_error(&r, "line 2: 10485760 bytes of text, more than 32 tokens can hold", "ein und zwanzig\n");
+    test_run_free(&r);
+    /* score: the same for a source. */
+    char *pairs = malloc(at + 16);
+    cr_assert(pairs);
+    size_t n = (size_t)sprintf(pairs, "one\tnull\n");
+    memcpy(pairs + n, input + 11, big);
+    n += big;
+    n += (size_t)sprintf(pairs + n, "\tnull\n");
+    r = run_in(model_dir, pairs, (long)n, "score", NULL);
+    cr_expect_eq(r.exit_status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "line 2: 10485760 bytes of text"), "%s", r.err);
+    cr_expect_eq(strchr(r.out, '\n') - r.out + 1, (long)strlen(r.out), "one line: %s", r.out);
+    free(pairs);
+    test_run_free(&r);
+    free(input);
+}
+
 /* A copy of the shipped model whose file `name` holds `bytes` (NULL:
  * removed); the path, to free with test_remove_dir. */
 static char *model_with(const char *name, const char *bytes, size_t len)

@@ -142,13 +142,19 @@ int tessera_detokenize_pieces(const tessera_model *m, tessera_side s, const char
 
 /* n texts tokenized on one side: tokens[i] views tok[i]'s ids. */
 static int tokenize_all(const tsr_text_side *side, const char *const *texts, size_t n,
-                        const char *what, tessera_tokenized *tok, tessera_tokens *tokens,
-                        char *err, size_t err_len)
+                        const char *what, size_t max_tokens, tessera_tokenized *tok,
+                        tessera_tokens *tokens, char *err, size_t err_len)
 {
     for (size_t i = 0; i < n; i++) {
         if (!texts[i])
             return tsr_fail(err, err_len, "%s %zu: the text is NULL", what, i + 1);
-        int rc = tsr_text_tokenize(side, texts[i], strlen(texts[i]), 0, &tok[i], err, err_len);
+        size_t len = strlen(texts[i]);
+        if (len / TESSERA_TEXT_BYTES_PER_TOKEN > max_tokens)
+            return tsr_fail(err, err_len,
+                            "%s %zu: %zu bytes of text, more than %zu tokens can hold "
+                            "(max_positions; %d bytes a token)",
+                            what, i + 1, len, max_tokens, TESSERA_TEXT_BYTES_PER_TOKEN);
+        int rc = tsr_text_tokenize(side, texts[i], len, 0, &tok[i], err, err_len);
         if (rc != 0) {
             char why[512];
             snprintf(why, sizeof why, "%s", err_len ? err : "");
@@ -188,7 +194,8 @@ int tessera_translate_text(tessera_runtime *rt, const tessera_model *m, const ch
     tessera_tokens *tokens = tsr_calloc(n ? n : 1, sizeof *tokens);
     int rc = tok && tokens ? 0 : tsr_fail_oom(err, err_len, "translate: out of memory");
     if (rc == 0)
-        rc = tokenize_all(source, src, n, "sentence", tok, tokens, err, err_len);
+        rc = tokenize_all(source, src, n, "sentence", (size_t)m->cfg.max_positions, tok, tokens,
+                          err, err_len);
     tessera_hypothesis *h = NULL;
     if (rc == 0) {
         tessera_translate_options opts = *o;
@@ -252,9 +259,11 @@ int tessera_score_text(tessera_runtime *rt, const tessera_model *m, const char *
     tessera_tokens *tokens = tsr_calloc(2 * (n ? n : 1), sizeof *tokens);
     int rc = tok && tokens ? 0 : tsr_fail_oom(err, err_len, "score: out of memory");
     if (rc == 0)
-        rc = tokenize_all(source, src, n, "source", tok, tokens, err, err_len);
+        rc = tokenize_all(source, src, n, "source", (size_t)m->cfg.max_positions, tok, tokens,
+                          err, err_len);
     if (rc == 0)
-        rc = tokenize_all(target, tgt, n, "target", tok + n, tokens + n, err, err_len);
+        rc = tokenize_all(target, tgt, n, "target", (size_t)m->cfg.max_positions - 1, tok + n,
+                          tokens + n, err, err_len);
     tessera_score_options defaults;
     tessera_score_options_init(&defaults);
     if (rc == 0)
