@@ -4,14 +4,14 @@
 # tools/write-marian-checkpoint) into exactly the committed conversion
 # (config.json, model.safetensors, vocab.src.txt, vocab.tgt.txt, byte for
 # byte), also from the .npz path and from a model whose untied output layer is
-# stored the newer way (decoder_ff_logit_out_Wt, [V, d]), and copies
-# source.spm / target.spm; and it refuses what tessera cannot run with one
-# line naming the option or tensor, exit status 1, no traceback; it tells
-# Marian's two gelu forms apart by model.yml's version or --marian-gelu. The
-# same for tests/golden/families/*/hf-marian (Hugging Face MarianMT
-# directories, tools/write-hf-marian-checkpoint), found without --from. Needs
-# /usr/bin/python3 with numpy and yaml (not torch: the families read from
-# .pt files are tests/convert-torch-families.sh's).
+# stored the newer way (decoder_ff_logit_out_Wt, [V, d]) (SentencePiece
+# models and the tokenizer key: tests/text-opus-mt.sh); and it refuses what
+# tessera cannot run with one line naming the option or tensor, exit status
+# 1, no traceback; it tells Marian's two gelu forms apart by model.yml's
+# version or --marian-gelu. The same for tests/golden/families/*/hf-marian
+# (Hugging Face MarianMT directories, tools/write-hf-marian-checkpoint), found
+# without --from. Needs /usr/bin/python3 with numpy and yaml (not torch: the
+# families read from .pt files are tests/convert-torch-families.sh's).
 . "$(dirname "$0")/convert-lib.sh"
 
 found=0
@@ -90,8 +90,7 @@ def case(name, base, options=None, drop=None, rename=None, reshape=None, vocab_d
 
 
 os.makedirs(cases)
-case("wt", "marian-untied-postnorm-relu", rename=("decoder_ff_logit_out_W", "decoder_ff_logit_out_Wt"),
-     files=[("source.spm", b"\x0a\x03src"), ("target.spm", b"\x0a\x03tgt")])
+case("wt", "marian-untied-postnorm-relu", rename=("decoder_ff_logit_out_W", "decoder_ff_logit_out_Wt"))
 case("s2s", "marian-tied-postnorm-swish", options={"type": "s2s"})
 case("gelu", "marian-tied-postnorm-swish", options={"transformer-ffn-activation": "gelu"})
 case("gelu-1.12.3", "marian-tied-postnorm-swish",
@@ -117,9 +116,6 @@ if converts "the .npz path" "$npz" "$work/from-npz"; then
 fi
 if converts "decoder_ff_logit_out_Wt" "$work/cases/wt" "$work/wt"; then
     same "decoder_ff_logit_out_Wt" "$families/marian-untied-postnorm-relu" "$work/wt"
-    for f in source.spm target.spm; do
-        cmp -s "$work/cases/wt/$f" "$work/wt/$f" || fail "$f was not copied"
-    done
 fi
 
 # refused CASE WORDS...: exit 1, one line on stderr, naming each of WORDS.

@@ -10,7 +10,9 @@ argparse.Namespace). It is read without omegaconf: a restricted unpickler maps
 omegaconf's classes to plain stand-ins and refuses every other global but
 tensors, argparse.Namespace, OrderedDict / defaultdict and numpy scalars.
 Output: config.json (family "fairseq"), model.safetensors (F32; a tied or shared
-table once), vocab.src.txt / vocab.tgt.txt in id order.
+table once), vocab.src.txt / vocab.tgt.txt in id order; with --source-spm and
+--target-spm (fairseq keeps its sentencepiece model outside the checkpoint),
+the models copied and config.json's `tokenizer` (model_files.plan_tokenizer).
 
 fairseq's semantics, and where fairseq's sources define them (fairseq/...):
 - Dictionary (data/dictionary.py): <s> 0, <pad> 1, </s> 2, <unk> 3, then one new
@@ -58,7 +60,8 @@ import zipfile
 
 import numpy as np
 
-from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
+from model_files import (  # noqa: E402 (tools/ on the path)
+    plan_tokenizer, resolve_spm, write_safetensors, write_vocab)
 
 PROG = "tessera-convert"
 FAMILY = "fairseq"
@@ -662,7 +665,11 @@ def detect(path):
         return False
 
 
-def convert(input_path, out_dir, note=default_note):
+def convert(input_path, out_dir, note=default_note, source_spm=None, target_spm=None):
+    """Converts the fairseq checkpoint input_path into out_dir; returns the config.
+    source_spm, target_spm: SentencePiece models for text (the dictionaries'
+    ids, never the models' own)."""
+    spm_files = resolve_spm((source_spm, target_spm), (None, None), note)
     pt_path, directory = locate(input_path)
     checkpoint = load_checkpoint(pt_path)
     options, task, source = read_options(checkpoint, pt_path)
@@ -781,6 +788,9 @@ def convert(input_path, out_dir, note=default_note):
     config["min_target_length"] = 1
     if any(s.startswith("madeupword") for s in tgt_symbols):
         note("the target dictionary's madeupwordNNNN padding entries are ordinary ids, as in fairseq")
+    tokenizer = plan_tokenizer(spm_files, (src_symbols, tgt_symbols))
+    if tokenizer:
+        config["tokenizer"] = tokenizer.key
 
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
@@ -790,6 +800,8 @@ def convert(input_path, out_dir, note=default_note):
                       {"converted_by": PROG, "source": os.path.basename(pt_path), "family": FAMILY})
     write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_symbols)
     write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_symbols)
+    if tokenizer:
+        tokenizer.write(out_dir)
     print("%s: wrote %s (fairseq %s from %s, %d tensors, F32, d_model %d, %d+%d layers, %s, %s, "
           "%s positions)"
           % (PROG, out_dir, arch_name, source, len(tensors), d, layers[0], layers[1],

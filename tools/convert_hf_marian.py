@@ -6,7 +6,9 @@ only then), vocab.json (piece -> id), target_vocab.json when the vocabularies
 are separate, optionally generation_config.json, source.spm, target.spm.
 Output: config.json (family "hf-marian"), model.safetensors (F32 unless dtype
 says otherwise; a tied or shared table written once), vocab.src.txt /
-vocab.tgt.txt in id order, and the .spm files copied.
+vocab.tgt.txt in id order, and the .spm files copied with config.json's
+`tokenizer` naming them (model_files.plan_tokenizer: --source-spm /
+--target-spm take their place).
 
 transformers' semantics (src/transformers/models/marian/modeling_marian.py,
 configuration_marian.py, tokenization_marian.py; generation/utils.py):
@@ -47,23 +49,23 @@ Tensor names are accepted with or without the "model." prefix. lm_head.weight,
 when present and the model ties, must equal the decoder's table (else refused);
 with tie_word_embeddings false it is the generator, untied.
 Refusals raise HFMarianError (a ValueError) with one line naming the culprit.
-Needs numpy (torch only for pytorch_model.bin).
+Needs numpy (torch only for pytorch_model.bin; python3-sentencepiece to check
+the SentencePiece models).
 """
 
 import json
 import sys
 import os
-import shutil
 import struct
 
 import numpy as np
 
-from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
+from model_files import (  # noqa: E402 (tools/ on the path)
+    carried_spm, plan_tokenizer, resolve_spm, write_safetensors, write_vocab)
 
 FAMILY = "hf-marian"
 LAYER_NORM_EPS = 1e-5             # nn.LayerNorm's default, as MarianEncoderLayer builds it
 MAX_POSITIONS_LIMIT = 65536
-SPM_FILES = ("source.spm", "target.spm")
 ACTIVATIONS = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu"}
 # MarianConfig's defaults for the keys read here (configuration_marian.py).
 HF_DEFAULTS = {
@@ -474,11 +476,12 @@ def select_tensors(t, arch, note):
 
 # ---- writing ------------------------------------------------------------------
 
-def convert(input_dir, out_dir, note=None, dtype="f32"):
+def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_spm=None):
     """Converts the HF MarianMT directory input_dir into out_dir; returns tessera's config.
 
     note: a function given each remark (default: print it). dtype: the output
-    tensors' type, "f32" (default), "f16" or "bf16".
+    tensors' type, "f32" (default), "f16" or "bf16". source_spm, target_spm:
+    SentencePiece models given in place of the directory's.
     """
     note = note or _default_note
     st_dtype = {"f32": "F32", "f16": "F16", "bf16": "BF16"}.get(str(dtype).lower())
@@ -486,6 +489,7 @@ def convert(input_dir, out_dir, note=None, dtype="f32"):
         raise HFMarianError("dtype %r not supported (f32, f16, bf16)" % (dtype,))
     if not os.path.isdir(input_dir):
         raise HFMarianError("%s: not a directory" % input_dir)
+    spm_files = resolve_spm((source_spm, target_spm), carried_spm(input_dir), note)
     config = _load_json(os.path.join(input_dir, "config.json"), "config.json")
     if not isinstance(config, dict):
         raise HFMarianError("config.json: not a JSON object")
@@ -580,6 +584,9 @@ def convert(input_dir, out_dir, note=None, dtype="f32"):
         "banned_target_ids_mode": mode,
         "family": FAMILY,
     }
+    tokenizer = plan_tokenizer(spm_files, (src_pieces, tgt_pieces))
+    if tokenizer:
+        tessera_config["tokenizer"] = tokenizer.key
     unused = sorted(set(tensors) - t.used)
     os.makedirs(out_dir, exist_ok=True)
     try:
@@ -592,10 +599,8 @@ def convert(input_dir, out_dir, note=None, dtype="f32"):
         f.write("\n")
     write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_pieces)
     write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_pieces)
-    for name in SPM_FILES:
-        path = os.path.join(input_dir, name)
-        if os.path.isfile(path):
-            shutil.copyfile(path, os.path.join(out_dir, name))
+    if tokenizer:
+        tokenizer.write(out_dir)
     if unused:
         note("%d tensor(s) not used by tessera left out: %s%s"
              % (len(unused), ", ".join(unused[:4]), ", ..." if len(unused) > 4 else ""))

@@ -2,9 +2,13 @@
 
 Input: a directory holding one *.npz (or the .npz path itself) whose item
 "special:model.yml" holds the model's options, decoder.yml (its `vocabs` give
-the source and target vocabularies) or a single vocabulary *.yml, and
-optionally source.spm / target.spm. Output: config.json, model.safetensors
-(F32), vocab.src.txt / vocab.tgt.txt in id order, and the .spm files copied.
+the source and target vocabularies: Marian's *.yml, or *.spm SentencePiece
+models, whose ids are then Marian's) or a single vocabulary *.yml, and
+optionally source.spm / target.spm (or one *.spm for both sides). Output:
+config.json, model.safetensors (F32), vocab.src.txt / vocab.tgt.txt in
+Marian's id order, and the SentencePiece models copied with config.json's
+`tokenizer` naming them (model_files.plan_tokenizer: --source-spm /
+--target-spm take their place).
 
 Marian's semantics, and where Marian's sources define them:
 - tensors (src/models/transformer.h, src/layers/generic.h): W stored [in, out]
@@ -33,27 +37,27 @@ Pre-norm models convert with a note: Marian's own step-by-step decoding (and
 all of Marian before 1.11) takes pre-norm self-attention keys and values from
 the un-normalised input, where tessera normalises them (prenorm_notes).
 
-Needs numpy and yaml only (no torch).
+Needs numpy and yaml only (no torch); python3-sentencepiece to read an *.spm
+vocabulary and to check the SentencePiece models copied.
 """
 
 import glob
 import json
 import os
 import re
-import shutil
 import sys
 
 import numpy as np
 import yaml
 
-from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
+from model_files import (  # noqa: E402 (tools/ on the path)
+    carried_spm, plan_tokenizer, resolve_spm, spm_pieces, write_safetensors, write_vocab)
 
 PROG = "tessera-convert"
 META_ITEM = "special:model.yml"
 LAYER_NORM_EPS = 1e-6
 MAX_POSITIONS = 1024
 MAX_POSITIONS_LIMIT = 65536
-SPM_FILES = ("source.spm", "target.spm")
 # Marian's gelu: x*sigmoid(1.702x) before v1.12.3, erf from it (gelu_form()).
 GELU_ERF_SINCE = (1, 12, 3)
 GELU_FORMS = {"sigmoid": "gelu_sigmoid", "erf": "gelu"}
@@ -168,9 +172,9 @@ def vocab_paths(directory, decoder_path, decoder, options):
         raise ConvertError("%s: 'vocabs' must list two files (source, target), got %r" % (where, vocabs))
     paths = [v if os.path.isabs(v) else os.path.join(directory, v) for v in vocabs]
     for path in paths:
-        if not path.endswith((".yml", ".yaml", ".json")):
-            raise ConvertError("%s: vocabulary '%s' is not a *.yml vocabulary (tessera-convert reads "
-                               "Marian's YAML vocabularies, not SentencePiece or text ones)"
+        if not path.endswith((".yml", ".yaml", ".json", ".spm")):
+            raise ConvertError("%s: vocabulary '%s' is neither a *.yml vocabulary nor a *.spm "
+                               "SentencePiece model (tessera-convert reads no text vocabularies)"
                                % (where, os.path.basename(path)))
     return paths[0], paths[1]
 
@@ -178,7 +182,11 @@ def vocab_paths(directory, decoder_path, decoder, options):
 def read_vocab(path):
     """The pieces in id order. Keys are read as the text written (a plain `on`
     or `1` is the piece "on" or "1", as Marian's yaml-cpp reads it); ids must
-    be 0..V-1, each once."""
+    be 0..V-1, each once. An *.spm vocabulary is the SentencePiece model's
+    pieces in its id order (Marian's SentencePieceVocab: its ids are the
+    model's)."""
+    if path.endswith(".spm"):
+        return check_pieces(spm_pieces(path, "vocabulary"), os.path.basename(path))
     try:
         with open(path, encoding="utf-8") as f:
             raw = yaml.load(f, Loader=yaml.BaseLoader)
@@ -197,16 +205,21 @@ def read_vocab(path):
         if token_id in pieces:
             raise ConvertError("%s: id %d is given to both %r and %r"
                                % (name, token_id, pieces[token_id], piece))
-        if not piece or any(c.isspace() for c in piece):
-            raise ConvertError("%s: piece %r (id %d) is empty or holds white space, which a "
-                               "one-token-per-line vocabulary cannot hold" % (name, piece, token_id))
         pieces[token_id] = piece
     size = len(pieces)
     if max(pieces) != size - 1:
         missing = min(set(range(size)) - set(pieces))
         raise ConvertError("%s: ids are not 0..%d without gaps (no piece has id %d)"
                            % (name, size - 1, missing))
-    return [pieces[i] for i in range(size)]
+    return check_pieces([pieces[i] for i in range(size)], name)
+
+
+def check_pieces(pieces, name):
+    for token_id, piece in enumerate(pieces):
+        if not piece or any(c.isspace() for c in piece):
+            raise ConvertError("%s: piece %r (id %d) is empty or holds white space, which a "
+                               "one-token-per-line vocabulary cannot hold" % (name, piece, token_id))
+    return pieces
 
 
 def fit_vocab(pieces, rows, dim_vocab, name, side):
@@ -593,7 +606,17 @@ def prenorm_notes(version_text):
              "as Marian's training and scoring do, so translations may differ from Marian's")
 
 
-def convert(input_path, out_dir, note=note, marian_gelu=None):
+def spm_of_input(directory, vocab_paths):
+    """(source, target) SentencePiece models the input carries: a side's *.spm
+    vocabulary, else model_files.carried_spm."""
+    carried = carried_spm(directory)
+    return tuple(path if path.endswith(".spm") else found
+                 for path, found in zip(vocab_paths, carried))
+
+
+def convert(input_path, out_dir, note=note, marian_gelu=None, source_spm=None, target_spm=None):
+    """Converts the Marian model input_path into out_dir; returns the config.
+    source_spm, target_spm: SentencePiece models given in place of the input's."""
     npz_path, decoder_path, directory = locate(input_path)
     decoder = load_yaml(decoder_path) if decoder_path else {}
     models = decoder.get("models")
@@ -607,6 +630,8 @@ def convert(input_path, out_dir, note=note, marian_gelu=None):
         raise ConvertError("tensor 'Wpos': learned positions are not supported")
     _, (src_rows, tgt_rows) = embedding_shapes(t, arch)
     src_path, tgt_path = vocab_paths(directory, decoder_path, decoder, options)
+    spm_files = resolve_spm((source_spm, target_spm), spm_of_input(directory, (src_path, tgt_path)),
+                            note)
     src_pieces = read_vocab(src_path)
     tgt_pieces = src_pieces if tgt_path == src_path else read_vocab(tgt_path)
     names = (os.path.basename(src_path), os.path.basename(tgt_path))
@@ -633,6 +658,9 @@ def convert(input_path, out_dir, note=note, marian_gelu=None):
         if key in decoder:
             note("decoder.yml asks for %s %s (tessera translate %s is the nearest option)"
                  % (key, decoder[key], flag_name))
+    tokenizer = plan_tokenizer(spm_files, (src_pieces, tgt_pieces))
+    if tokenizer:
+        config["tokenizer"] = tokenizer.key
 
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
@@ -642,15 +670,12 @@ def convert(input_path, out_dir, note=note, marian_gelu=None):
                       {"converted_by": PROG, "source": os.path.basename(npz_path), "family": "marian"})
     write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_pieces)
     write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_pieces)
-    copied = []
-    for name in SPM_FILES:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            shutil.copyfile(path, os.path.join(out_dir, name))
-            copied.append(name)
+    copied = tokenizer.names() if tokenizer else []
+    if tokenizer:
+        tokenizer.write(out_dir)
     print("%s: wrote %s (marian, %d tensors, F32, d_model %d, %d+%d layers, %s, %s%s)"
           % (PROG, out_dir, len(tensors), config["d_model"], config["n_encoder_layers"],
              config["n_decoder_layers"], "pre-norm" if config["norm_first"] else "post-norm",
-             config["activation"], ", copied " + " ".join(copied) if copied else ""),
+             config["activation"], ", tokenizer " + " ".join(copied) if copied else ""),
           file=sys.stderr)
     return config

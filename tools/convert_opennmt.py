@@ -4,7 +4,10 @@ tools/tessera-convert INPUT.pt OUT_DIR [--from opennmt-py] reads the file (its
 pickle checked first: tensors, plain values and argparse.Namespace only,
 unless --trust-pickle) and calls convert_checkpoint(). Output: config.json
 (family "opennmt-py"), model.safetensors (F32), vocab.src.txt and
-vocab.tgt.txt in OpenNMT-py's id order.
+vocab.tgt.txt in OpenNMT-py's id order; with --source-spm and --target-spm
+(OpenNMT-py's transforms keep the sentencepiece models outside the
+checkpoint), the models copied and config.json's `tokenizer`
+(model_files.plan_tokenizer).
 
 OpenNMT-py 3.x's semantics, and where its sources (v3.0 to v3.5) define them:
 - the checkpoint (onmt/models/model_saver.py ModelSaver._save): {"model": the
@@ -68,7 +71,7 @@ import sys
 
 import numpy as np
 
-from model_files import write_safetensors, write_vocab  # noqa: E402 (tools/ on the path)
+from model_files import plan_tokenizer, resolve_spm, write_safetensors  # noqa: E402 (tools/ on the path)
 
 PROG = "tessera-convert"
 PE_ROWS = 5000
@@ -477,8 +480,11 @@ def select_tensors(ckpt, arch, src_vocab, tgt_vocab):
 
 # ---- writing ------------------------------------------------------------------
 
-def convert_checkpoint(ckpt, source_name, out_dir):
-    """Writes out_dir from a loaded checkpoint dict; returns the config."""
+def convert_checkpoint(ckpt, source_name, out_dir, source_spm=None, target_spm=None):
+    """Writes out_dir from a loaded checkpoint dict; returns the config.
+    source_spm, target_spm: SentencePiece models for text (the vocabulary's
+    ids, never the models' own)."""
+    spm_files = resolve_spm((source_spm, target_spm), (None, None), note)
     if not isinstance(ckpt, dict):
         raise ConvertError("expected a dict, found %s" % type(ckpt).__name__)
     if "model" not in ckpt or ckpt["model"] is None:
@@ -526,19 +532,26 @@ def convert_checkpoint(ckpt, source_name, out_dir):
     if ids["pad"] not in (ids["bos"], ids["eos"]):
         note("OpenNMT-py masks the decoder's %s tokens when it scores a target (teacher "
              "forcing); tessera treats them as ordinary tokens" % SPECIALS["pad"])
+    written = {side: tokens if writable_vocab(tokens, side) else None
+               for side, tokens in (("src", src), ("tgt", tgt))}
+    tokenizer = plan_tokenizer(spm_files, (written["src"], written["tgt"]))
+    if tokenizer:
+        config["tokenizer"] = tokenizer.key
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
     write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors,
                       {"converted_by": PROG, "source": source_name, "family": "opennmt-py"})
-    for side, tokens in (("src", src), ("tgt", tgt)):
+    for side, tokens in written.items():
         path = os.path.join(out_dir, "vocab.%s.txt" % side)
-        if writable_vocab(tokens, side):
+        if tokens is not None:
             with open(path, "w", encoding="utf-8", newline="\n") as f:
                 f.write("".join(token + "\n" for token in tokens))
         elif os.path.exists(path):
             os.remove(path)
+    if tokenizer:
+        tokenizer.write(out_dir)
     print("%s: wrote %s (opennmt-py, %d tensors, F32, d_model %d, %d+%d layers, pre-norm, %s, %s)"
           % (PROG, out_dir, len(tensors), d, n_enc, n_dec, config["activation"],
              config["position_encoding"]), file=sys.stderr)
