@@ -137,6 +137,23 @@ static void print_family(const tessera_config *cfg)
     printf("\n");
 }
 
+/* The model's text: its tokenizers and whether this build reads them. */
+static void print_text(const cli_model *cm)
+{
+    const tessera_config *cfg = cm->cfg;
+    if (!cfg->source_tokenizer[0] && !cfg->target_tokenizer[0]) {
+        printf("model text: no tokenizers (ids, or pieces through vocab.src.txt / "
+               "vocab.tgt.txt)\n");
+        return;
+    }
+    printf("model text: SentencePiece tokenizers, source %s, target %s; %s\n",
+           cfg->source_tokenizer[0] ? cfg->source_tokenizer : "(none)",
+           cfg->target_tokenizer[0] ? cfg->target_tokenizer : "(none)",
+           tessera_model_has_tokenizer(cm->model, TESSERA_SOURCE)
+               ? "the command reads and writes text"
+               : "this build has no SentencePiece: ids and pieces only");
+}
+
 /* The model's resident size and what one sentence as long as it allows
  * needs: translated greedily and with beam 4 to the longest output, and
  * scored with a target as long. */
@@ -150,6 +167,7 @@ static void print_model(const cli_model *cm)
            mib(tessera_model_weight_bytes(cm->model)),
            tessera_compute_type_name(tessera_model_compute_type(cm->model)));
     print_family(cfg);
+    print_text(cm);
     if (cfg->n_decoder_layers == 0) {
         printf("working memory of one sentence of %zu tokens: encode %.1f MiB\n", len,
                mib(tessera_encode_memory(rt, cm->model, 1, len)));
