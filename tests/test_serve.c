@@ -66,6 +66,45 @@ static long metric(const char *text, const char *name)
 
 /* ---- Endpoints -------------------------------------------------------------------- */
 
+/* Text over HTTP through the shipped model's tokenizers: translate with
+ * n-best, score of text pairs the same as of their ids, and text that cannot
+ * be read refused naming it. */
+Test(serve, text_round_trip, .timeout = 120)
+{
+    server s;
+    start(&s, NULL);
+    http_reply r = call(&s, "POST", "/v1/translate",
+                        "{\"text\": [\"twenty one\", \"zero\"], \"beam\": 4, \"n_best\": 2}");
+    cr_expect_eq(r.status, 200, "%s", r.body);
+    json_t *t = json_loads(r.body ? r.body : "", 0, NULL);
+    json_t *list = json_object_get(t, "translations");
+    cr_expect_eq(json_array_size(list), 2, "%s", r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "text")),
+                     "ein und zwanzig");
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(list, 1), "text")), "null");
+    json_t *n_best = json_object_get(json_array_get(list, 0), "n_best");
+    cr_expect_eq(json_array_size(n_best), 2, "%s", r.body);
+    cr_expect(json_is_string(json_object_get(json_array_get(n_best, 1), "text")), "%s", r.body);
+    json_decref(t);
+    http_reply_free(&r);
+
+    /* "twenty one" is ids 31 18, "ein und zwanzig" 10 28 33 (tokenize --ids). */
+    http_reply text = call(&s, "POST", "/v1/score",
+                           "{\"text\": [\"twenty one\"], \"target_text\": [\"ein und zwanzig\"]}");
+    http_reply ids = call(&s, "POST", "/v1/score",
+                          "{\"source\": [[31, 18]], \"target\": [[10, 28, 33]]}");
+    cr_expect_eq(text.status, 200, "%s", text.body);
+    cr_expect_str_eq(text.body ? text.body : "", ids.body ? ids.body : "(none)");
+    http_reply_free(&text);
+    http_reply_free(&ids);
+
+    r = call(&s, "POST", "/v1/translate", "{\"text\": [\"zero\", \"\"]}");
+    cr_expect_eq(r.status, 400, "%s", r.body);
+    cr_expect(r.body && strstr(r.body, "text[1]: empty sentence"), "%s", r.body);
+    http_reply_free(&r);
+    stop(&s);
+}
+
 Test(serve, every_endpoint, .timeout = 120)
 {
     server s;
