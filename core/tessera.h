@@ -560,7 +560,8 @@ int tessera_tokenize(const tessera_model *model, tessera_side side, const char *
                      int with_pieces, tessera_tokenized *out, char *err, size_t err_len);
 void tessera_tokenized_free(tessera_tokenized *tokenized);
 
-/* Ids back to text: bos_id, eos_id and pad_id dropped, the others' pieces
+/* Ids back to text: bos_id (unless the decoder starts from zeros), eos_id
+ * and pad_id dropped, the others' pieces
  * decoded by the tokenizer. *text is NUL-terminated (a NUL the pieces decode
  * to, byte piece <0x00>, is a space); release with tessera_text_free. An id
  * out of the vocabulary is an error. */

@@ -482,8 +482,9 @@ sys.exit(status)
 EOF
 
 # tessera tokenize / detokenize (docs/model-format.md section 3): source ids of
-# every sentence, and the text of random target ids (no </s> or <unk>: tessera
-# drops bos_id, which a Marian conversion sets to <unk>'s id).
+# every sentence, and the text of random target ids, </s> (dropped) and <unk>
+# (written as SentencePiece writes it: a Marian conversion's bos_id is <unk>'s
+# id, a placeholder section 3 does not drop) among them.
 if "$tessera" tokenize --help >/dev/null 2>&1 && "$tessera" detokenize --help >/dev/null 2>&1; then
     "$tessera" tokenize -m "$model" --ids <"$work/in.txt" >"$work/tokenize.out" 2>"$work/tokenize.err" ||
         fail "tessera tokenize --ids: $(tail -n 1 "$work/tokenize.err")"
@@ -510,7 +511,7 @@ elif not wrong:
     print("PASS: tessera tokenize --ids: %d lines equal the reference's ids" % len(lines))
 rng = random.Random(36)
 size = len(pipeline.target_vocab[0])
-id_lines = [[rng.randrange(2, size) for _ in range(rng.randint(1, 12))] for _ in range(200)]
+id_lines = [[rng.randrange(0, size) for _ in range(rng.randint(1, 12))] for _ in range(200)]
 done = subprocess.run([tessera, "detokenize", "-m", os.path.join(work, "model")],
                       input="".join(" ".join(map(str, ids)) + "\n" for ids in id_lines).encode(),
                       capture_output=True)

@@ -67,7 +67,9 @@ static int load_side(const char *dir, const tessera_config *c, tessera_side s,
                                     &side->vocab, err, err_len));
     side->file = file;
     side->unk_id = c->unk_id;
-    side->dropped[0] = c->bos_id;
+    /* A decoder that starts from zeros (Marian) has no bos: its bos_id is a
+     * placeholder (often <unk>'s), not a token to drop. */
+    side->dropped[0] = c->decoder_start == TESSERA_START_BOS ? c->bos_id : c->eos_id;
     side->dropped[1] = c->eos_id;
     side->dropped[2] = c->pad_id;
     if (!tsr_spm_available())

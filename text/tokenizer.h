@@ -16,7 +16,8 @@ typedef struct tsr_text_side {
     const tsr_spm *spm;        /* NULL in a build without SentencePiece */
     const char *file;          /* the tokenizer's file name, for messages */
     int32_t unk_id;
-    int32_t dropped[3]; /* bos_id, eos_id, pad_id: left out when detokenizing */
+    int32_t dropped[3]; /* bos_id (when the decoder starts from it), eos_id, pad_id:
+                           left out when detokenizing */
 } tsr_text_side;
 
 typedef struct tsr_model_text {

@@ -173,6 +173,8 @@ def from_model_dir(args):
     for key, default in DEFAULT_IDS.items():
         if getattr(args, key) is None:
             setattr(args, key, config.get(key, default))
+    if config.get("decoder_start") == "zeros":
+        args.bos_id = None  # §3: a placeholder then, not a token to drop
 
 
 def run(args, stdin, stdout):

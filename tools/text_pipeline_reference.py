@@ -21,10 +21,9 @@ UTF-8 or a NUL: an error naming the line, exit status 1, after the earlier
 lines' output). A line whose text gives no piece (an empty one) gives an empty
 line, not decoded (README "Text").
 
-Detokenize drops Marian's </s> only: Marian has no bos or pad, while tessera's
-converted config gives bos_id the id of <unk> (a placeholder: the decoder starts
-from a zero vector), so section 3's rule drops <unk> there too. translate
-never outputs <unk> while it is banned, so the two agree on translations.
+Detokenize drops Marian's </s> only: Marian has no bos or pad, and tessera's
+converted config's bos_id (the id of <unk>) is a placeholder that section 3
+does not drop, as the decoder starts from a zero vector.
 
     /usr/bin/python3 tools/text_pipeline_reference.py MARIAN_DIR [--beam N]
         [--max-len N] [--source-spm FILE] [--target-spm FILE] [--margins FILE]
