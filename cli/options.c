@@ -217,13 +217,15 @@ static int choose_form(const cli_options *o, cli_model *cm, char *err, size_t er
         tokenizers &= tessera_model_has_tokenizer(cm->model, (tessera_side)s);
         named |= (s == 0 ? cm->cfg->source_tokenizer : cm->cfg->target_tokenizer)[0] != 0;
     }
-    cm->form = o->form ? (cli_form)o->form : tokenizers ? CLI_TEXT : CLI_IDS;
+    /* A model that names tokenizers reads text by default, also where this
+     * build cannot: then it says so rather than read the text as ids. */
+    cm->form = o->form ? (cli_form)o->form : tokenizers || named ? CLI_TEXT : CLI_IDS;
     if (cm->form != CLI_TEXT || tokenizers)
         return 0;
     if (named && tessera_model_vocabulary(cm->model, TESSERA_SOURCE))
         return cli_fail(err, err_len,
-                        "--text: this tessera was built without SentencePiece, so it cannot read "
-                        "%s's tokenizer: give --ids or --pieces", cm->dir);
+                        "%s names SentencePiece tokenizers, but this tessera was built without "
+                        "SentencePiece, so it reads no text: give --ids or --pieces", cm->dir);
     return cli_fail(err, err_len,
                     "--text: %s has no %stokenizer (config.json key 'tokenizer', "
                     "docs/model-format.md section 3): give --ids or --pieces", cm->dir,
