@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/memory.h"
 
 static const char *kind_of(mode_t mode)
 {
@@ -47,4 +48,45 @@ int tsr_open_regular(const char *path, off_t *size, char *err, size_t err_len)
     }
     *size = sb.st_size;
     return fd;
+}
+
+int tsr_read_regular(const char *path, off_t max, char **bytes, size_t *len, char *err,
+                     size_t err_len)
+{
+    off_t size;
+    char why[256];
+    int fd = tsr_open_regular(path, &size, why, sizeof why);
+    if (fd < 0)
+        return tsr_fail(err, err_len, "%s: %s", path, why);
+    if (size > max) {
+        close(fd);
+        return tsr_fail(err, err_len, "%s: %lld bytes, more than the %lld such a file may hold",
+                        path, (long long)size, (long long)max);
+    }
+    char *buf = tsr_malloc((size_t)size + 1);
+    if (!buf) {
+        close(fd);
+        return tsr_fail_oom(err, err_len, "%s: out of memory reading %lld bytes", path,
+                            (long long)size);
+    }
+    size_t got = 0;
+    while (got < (size_t)size) {
+        ssize_t n = read(fd, buf + got, (size_t)size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : 0;
+            close(fd);
+            tsr_free(buf);
+            return e ? tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(e))
+                     : tsr_fail(err, err_len, "%s: ends at byte %zu, %lld when opened", path, got,
+                                (long long)size);
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *bytes = buf;
+    *len = got;
+    return 0;
 }

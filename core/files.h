@@ -13,4 +13,11 @@
  * regular file (a FIFO)"), without the path: the caller names the file. */
 int tsr_open_regular(const char *path, off_t *size, char *err, size_t err_len);
 
+/* The whole regular file at path, at most `max` bytes, into *bytes (its
+ * *len bytes and a NUL after them; release with tsr_free). Errors begin
+ * with the path: it cannot be opened or read, it is larger than max, or it
+ * shrank while read; memory is TESSERA_ERR_NOMEM. */
+int tsr_read_regular(const char *path, off_t max, char **bytes, size_t *len, char *err,
+                     size_t err_len);
+
 #endif

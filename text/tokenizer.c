@@ -1,10 +1,8 @@
 /* A model's tokenizers (text/tokenizer.h). */
 #include "text/tokenizer.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/files.h"
@@ -17,37 +15,14 @@
 
 static int load_spm(const char *dir, const char *file, tsr_spm **spm, char *err, size_t err_len)
 {
-    char path[4200], why[256];
+    char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    off_t size;
-    int fd = tsr_open_regular(path, &size, why, sizeof why);
-    if (fd < 0)
-        return tsr_fail(err, err_len, "%s: %s (config.json's tokenizer)", path, why);
-    if (size > SPM_FILE_MAX) {
-        close(fd);
-        return tsr_fail(err, err_len, "%s: %lld bytes, not a SentencePiece model (at most %lld)",
-                        path, (long long)size, (long long)SPM_FILE_MAX);
-    }
-    char *bytes = tsr_malloc((size_t)size + 1);
-    if (!bytes) {
-        close(fd);
-        return tsr_fail_oom(err, err_len, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    int e = 0;
-    while (got < (size_t)size) {
-        ssize_t n = read(fd, bytes + got, (size_t)size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            e = n < 0 ? errno : EIO;
-            break;
-        }
-        got += (size_t)n;
-    }
-    close(fd);
-    int rc = e ? tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(e))
-               : tsr_spm_load(path, bytes, got, spm, err, err_len);
+    char *bytes;
+    size_t len;
+    int rc = tsr_read_regular(path, SPM_FILE_MAX, &bytes, &len, err, err_len);
+    if (rc != 0)
+        return tsr_fail_prefix(rc, err, err_len, "config.json's tokenizer");
+    rc = tsr_spm_load(path, bytes, len, spm, err, err_len);
     tsr_free(bytes);
     return rc;
 }

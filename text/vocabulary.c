@@ -2,9 +2,7 @@
  * before it dropped), indexed by an open-addressing hash table. */
 #include "text/vocabulary.h"
 
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/files.h"
@@ -52,42 +50,6 @@ static void index_pieces(tessera_vocabulary *v)
     }
 }
 
-/* The whole regular file at path into a NUL-terminated buffer. */
-static int read_file(const char *path, char **bytes, size_t *len, char *err, size_t err_len)
-{
-    off_t size;
-    char why[256];
-    int fd = tsr_open_regular(path, &size, why, sizeof why);
-    if (fd < 0)
-        return tsr_fail(err, err_len, "%s: %s", path, why);
-    char *buf = tsr_malloc((size_t)size + 1);
-    if (!buf) {
-        close(fd);
-        return tsr_fail_oom(err, err_len, "%s: out of memory reading %lld bytes", path,
-                            (long long)size);
-    }
-    size_t got = 0;
-    while (got < (size_t)size) {
-        ssize_t n = read(fd, buf + got, (size_t)size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : 0;
-            close(fd);
-            tsr_free(buf);
-            return e ? tsr_fail(err, err_len, "%s: cannot read: %s", path, strerror(e))
-                     : tsr_fail(err, err_len, "%s: ends at byte %zu, %lld when opened", path, got,
-                                (long long)size);
-        }
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    *bytes = buf;
-    *len = got;
-    return 0;
-}
-
 int tessera_vocabulary_load(const char *path, size_t size, tessera_vocabulary **out, char *err,
                             size_t err_len)
 {
@@ -98,7 +60,8 @@ int tessera_vocabulary_load(const char *path, size_t size, tessera_vocabulary **
         return tsr_fail(err, err_len, "%s: a vocabulary of %zu pieces (1 to 2^24)", path, size);
     char *bytes;
     size_t len;
-    TSR_TRY(read_file(path, &bytes, &len, err, err_len));
+    /* 64 bytes a piece and more is no vocabulary of `size` pieces. */
+    TSR_TRY(tsr_read_regular(path, (off_t)size * 64 + 4096, &bytes, &len, err, err_len));
     if (memchr(bytes, '\0', len)) {
         tsr_free(bytes);
         return tsr_fail(err, err_len, "%s: holds a NUL byte (not a vocabulary file)", path);

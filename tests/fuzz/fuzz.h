@@ -26,4 +26,9 @@ const char *fuzz_write_file(const char *name, const void *data, size_t size);
  * control byte, a newline or a byte of UTF-8 into a log line. */
 void fuzz_check_message(const char *err, size_t skip);
 
+/* The model in dir (loaded once, f32), when this build can read its text:
+ * NULL in a build without SentencePiece. Aborts when it cannot load. */
+struct tessera_model;
+const struct tessera_model *fuzz_text_model(const char *dir);
+
 #endif

@@ -36,18 +36,11 @@ static const tessera_vocabulary *vocab(void)
 static const cli_model *text_model(void)
 {
     static cli_model cm;
-    static int tried;
-    if (!tried) {
-        tried = 1;
-        char err[512];
-        if (tessera_model_load(TSR_FUZZ_TEXT_MODEL, &cm.model, err, sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
-            abort();
-        }
+    if (!cm.model && (cm.model = (tessera_model *)fuzz_text_model(TSR_FUZZ_TEXT_MODEL))) {
         cm.cfg = tessera_model_config(cm.model);
         cm.form = CLI_TEXT;
     }
-    return tessera_model_has_tokenizer(cm.model, TESSERA_SOURCE) ? &cm : NULL;
+    return cm.model ? &cm : NULL;
 }
 
 static void check_text(const cli_model *cm, tessera_side side, const char *text, size_t len,

@@ -50,18 +50,11 @@ static const cli_model *model(void)
 static const cli_model *text_model(void)
 {
     static cli_model cm;
-    static int tried;
-    if (!tried) {
-        tried = 1;
-        char err[512];
-        if (tessera_model_load(TSR_FUZZ_TEXT_MODEL, &cm.model, err, sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
-            abort();
-        }
+    if (!cm.model && (cm.model = (tessera_model *)fuzz_text_model(TSR_FUZZ_TEXT_MODEL))) {
         cm.cfg = tessera_model_config(cm.model);
         cm.form = CLI_TEXT;
     }
-    return tessera_model_has_tokenizer(cm.model, TESSERA_SOURCE) ? &cm : NULL;
+    return cm.model ? &cm : NULL;
 }
 
 static void check_tokens(const tessera_tokens *t, size_t max_len, int vocab)

@@ -1,4 +1,4 @@
-/* The harness's temporary files (fuzz.h). */
+/* The harness's temporary files and text model (fuzz.h). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/tessera.h"
 #include "tests/fuzz/fuzz.h"
 
 static char dir[4096];
@@ -69,4 +70,17 @@ const char *fuzz_write_file(const char *name, const void *data, size_t size)
     }
     close(fd);
     return path;
+}
+
+const tessera_model *fuzz_text_model(const char *model_dir)
+{
+    static tessera_model *model;
+    if (!model) {
+        char err[512];
+        if (tessera_model_load(model_dir, &model, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            abort();
+        }
+    }
+    return tessera_model_has_tokenizer(model, TESSERA_SOURCE) ? model : NULL;
 }
