@@ -49,6 +49,7 @@ typedef struct cli_options {
     int batch_tokens;      /* --batch-tokens: source tokens a batch holds at most; 0: no limit */
     size_t max_memory;     /* --max-memory: each worker's memory budget; 0: the default */
     int form;              /* CLI_FORM_DEFAULT, or --ids, --pieces (--tokens), --text */
+    int text_optional;     /* serve: a model whose text this build cannot read serves ids */
     tessera_translate_options translate;
     int n_best_given;
     int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */

@@ -219,7 +219,9 @@ static int choose_form(const cli_options *o, cli_model *cm, char *err, size_t er
     }
     /* A model that names tokenizers reads text by default, also where this
      * build cannot: then it says so rather than read the text as ids. */
-    cm->form = o->form ? (cli_form)o->form : tokenizers || named ? CLI_TEXT : CLI_IDS;
+    cm->form = o->form                              ? (cli_form)o->form
+               : tokenizers || (named && !o->text_optional) ? CLI_TEXT
+                                                            : CLI_IDS;
     if (cm->form != CLI_TEXT || tokenizers)
         return 0;
     if (named && tessera_model_vocabulary(cm->model, TESSERA_SOURCE))

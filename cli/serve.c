@@ -233,6 +233,7 @@ int cli_serve(int argc, char **argv)
     if (access(config, R_OK) != 0)
         return cli_error("%s: cannot open: %s", config, strerror(errno));
     int pieces = has_vocabularies(dir);
+    s.cli.text_optional = 1;
 
     /* Every thread started from here on (HTTP, workers, runtimes) inherits
      * this mask; the main thread takes the signals with sigwait. */
