@@ -5,6 +5,7 @@
  * confirm rather than gate it. */
 #include "simd/cpu.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,17 +126,16 @@ static void detect(tsr_cpu_features *f)
 static void detect(tsr_cpu_features *f) { f->arch = "other"; }
 #endif
 
+static tsr_cpu_features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+static void detect_once(void) { detect(&features); }
+
 const tsr_cpu_features *tsr_cpu_features_get(void)
 {
-    static tsr_cpu_features features;
-    static int done;
-    if (!done) {
-        tsr_cpu_features f;
-        memset(&f, 0, sizeof f);
-        detect(&f);
-        features = f;
-        done = 1;
-    }
+    /* Once, whichever thread asks first: two threads asking at once would
+     * otherwise race on the struct (found reading it, issue 37). */
+    pthread_once(&features_once, detect_once);
     return &features;
 }
 

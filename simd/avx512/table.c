@@ -50,10 +50,11 @@ void tsr_kernels_init_avx512(tsr_kernels *t)
 #endif
 #ifdef HAVE_KERNELS_AVX2
     tsr_gemm_add_i8_kernel(&gemm, &tsr_i8_gemm_4x16__avx2);
-#endif
+    /* (Without the avx2 set, --disable-avx2, the portable row loops stay.) */
     gemm.i8_abs_max = tsr_i8_abs_max__avx2;
     gemm.i8_quantize = tsr_i8_quantize__avx2;
     gemm.i8_dequantize = tsr_i8_dequantize__avx2;
+#endif
     gemm.i8_epilogue = tsr_i8_gemm_epilogue__avx512;
     tsr_gemm_bind(t, &gemm);
 
