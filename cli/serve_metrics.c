@@ -13,13 +13,16 @@ static const char *const endpoints[] = {"/v1/translate", "/v1/score", "/v1/healt
                                         "/metrics", "other"};
 enum { N_ENDPOINTS = sizeof endpoints / sizeof *endpoints };
 /* 499: the client left before its answer (nginx's code for it); 408: a
- * connection cut at --read-timeout (no answer could be sent). */
-static const int codes[] = {200, 400, 404, 405, 413, 500, 503, 499, 408};
+ * connection closed at --read-timeout (answered when a request had begun);
+ * 414, 431, 501, 505: requests the gate refuses (cli/serve_frame.c). */
+static const int codes[] = {200, 400, 404, 405, 413, 500, 503, 499, 408, 414, 431, 501, 505};
 enum { N_CODES = sizeof codes / sizeof *codes };
 /* The kind of error each code above means (NULL for success). */
-static const char *const code_kinds[] = {NULL,           "bad_request", "not_found",
-                                         "bad_method",   "body_too_large", "internal",
-                                         "overloaded",   "client_gone", "read_timeout"};
+static const char *const code_kinds[] = {NULL,           "bad_request",      "not_found",
+                                         "bad_method",   "body_too_large",   "internal",
+                                         "overloaded",   "client_gone",      "read_timeout",
+                                         "uri_too_long", "headers_too_large", "not_implemented",
+                                         "http_version"};
 
 static const double latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                         0.25,  0.5,    1,     2.5,  5,     10};
