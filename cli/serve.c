@@ -39,7 +39,8 @@ static void usage(FILE *f)
             "  GET /metrics        Prometheus text: requests, errors, queue, batches, latency\n"
             "Errors are {\"error\": {\"kind\", \"message\"}} naming the field and sentence: 400\n"
             "bad input, 404, 405, 413 body too large, 503 queue full, timed out or stopping\n"
-            "(with Retry-After).\n"
+            "(with Retry-After); malformed HTTP gets 400, 414, 431, 501 or 505, and a\n"
+            "connection past the limits 503, the same way.\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME",
@@ -56,7 +57,8 @@ static void usage(FILE *f)
             "                          fit is refused with 503 (default 4096)\n"
             "  --max-body BYTES        request body size limit (default 1048576)\n"
             "  --max-sentences N       sentences in one request, at most (default 256)\n"
-            "  --max-connections N     open connections, at most (default 256)\n"
+            "  --max-connections N     open connections, at most (default 256); one more is\n"
+            "                          answered 503 and closed\n"
             "  --max-connections-per-client N\n"
             "                          open connections from one client address, at most\n"
             "                          (default half of --max-connections: no address can\n"
@@ -64,7 +66,8 @@ static void usage(FILE *f)
             "                          proxy's address: raise it to --max-connections)\n"
             "  --read-timeout S        seconds a connection has to send one whole request,\n"
             "                          headers and body (from its opening or its previous\n"
-            "                          answer); a slower one is closed (default 10)\n"
+            "                          answer); a slower one is answered 408 and closed\n"
+            "                          (default 10)\n"
             "  --request-timeout S     seconds from a request's arrival to its answer; past\n"
             "                          them, its work is cancelled: 503 (default 60)\n"
             "  --drain-timeout S       seconds shutdown waits for the requests accepted\n"
@@ -244,9 +247,10 @@ int cli_serve(int argc, char **argv)
     sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
-    /* Each connection holds two descriptors (its socket and the read
-     * deadline's duplicate, cli/serve_guard.c): the soft limit (often 1024)
-     * is raised to the hard one, so --max-connections is what limits. */
+    /* Each connection holds three descriptors (its socket and the two ends
+     * of the pair through which the gate relays it, cli/serve_gate.c): the
+     * soft limit (often 1024) is raised to the hard one, so that
+     * --max-connections is what limits. */
     struct rlimit files;
     if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
         files.rlim_cur = files.rlim_max;

@@ -1,8 +1,11 @@
 /* tessera serve: the pieces of the HTTP server and what they share.
  *
  *   serve.c          the command: options, startup, signals, orderly shutdown
- *   serve_http.c     libmicrohttpd: routes, bodies, answers, the connection limits
- *   serve_guard.c    the read deadline (--read-timeout) that cuts slow clients
+ *   serve_gate.c     the listening socket, and a relay in front of libmicrohttpd:
+ *                    malformed requests and connections past the limits
+ *                    answered in JSON, the read deadline (--read-timeout)
+ *   serve_frame.c    where each HTTP/1.x message ends, what libmicrohttpd would refuse
+ *   serve_http.c     libmicrohttpd: routes, bodies, answers, the per-address limit
  *   serve_request.c  JSON requests checked into jobs, jobs answered as JSON
  *   serve_batcher.c  the queue of sentences and the workers that batch them
  *   serve_metrics.c  counters and histograms, in Prometheus' text format
@@ -28,6 +31,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -193,29 +197,43 @@ void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b);
 void srv_http_quiesce(srv_http *h);
 /* Waits until no request is in progress, at most --drain-timeout: then the
  * jobs still running are cancelled (answered 503) and connections still
- * receiving a request are cut, and it waits for those to end. */
+ * receiving a request are answered 503 and closed, and it waits for those
+ * to end. */
 void srv_http_drain(srv_http *h);
 void srv_http_stop(srv_http *h);
 
-/* ---- The read deadline (serve_guard.c) ------------------------------------------- */
+/* ---- The gate (serve_gate.c) ------------------------------------------------------ */
 
-typedef struct srv_guard srv_guard;
-typedef struct srv_guard_entry srv_guard_entry;
+/* The gate owns the listening socket and stands between each client and
+ * libmicrohttpd (the file's comment says how): requests libmicrohttpd would
+ * refuse in HTML, and connections past the limits, are answered in JSON
+ * there; it keeps --read-timeout. */
+typedef struct srv_gate srv_gate;
 
-/* Starts the sweeper that cuts connections receiving a request for longer
- * than read_timeout seconds. NULL with a message when it cannot. */
-srv_guard *srv_guard_start(double read_timeout, srv_metrics *metrics, char *err, size_t err_len);
-/* A connection opened on socket fd: its read deadline starts now. NULL
- * when out of memory (the connection is then not guarded). */
-srv_guard_entry *srv_guard_open(srv_guard *g, int fd);
-/* The connection starts receiving a request (reading 1: after an answer)
- * or has received one whole (0: no read deadline while it is answered). */
-void srv_guard_reading(srv_guard *g, srv_guard_entry *e, int reading);
-/* The connection closed (before its socket is closed). */
-void srv_guard_close(srv_guard *g, srv_guard_entry *e);
-/* Cuts every connection still receiving a request (shutdown's end). */
-void srv_guard_cut_readers(srv_guard *g);
-/* Stops the sweeper; every connection must have closed. */
-void srv_guard_stop(srv_guard *g);
+/* Hands a connection to the HTTP daemon: fd is the daemon's end of a socket
+ * pair standing for the client at `client`. 0 when the daemon took it, -1
+ * when it refused it (a connection limit); fd is the daemon's either way. */
+typedef int (*srv_gate_handoff)(void *arg, int fd, const struct sockaddr *client,
+                                socklen_t len);
+
+/* Listens on s->host:s->port (not accepting yet); NULL with a message when
+ * it cannot. */
+srv_gate *srv_gate_open(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len);
+/* The port listened on. */
+int srv_gate_port(const srv_gate *g);
+/* Starts accepting, each connection handed over through `handoff` (called
+ * on the gate's thread). 0, or -1 with a message. */
+int srv_gate_start(srv_gate *g, srv_gate_handoff handoff, void *arg, char *err, size_t err_len);
+/* Stops accepting: the connections the system completed are still taken,
+ * then the listening socket closes. Returns once it has. */
+void srv_gate_quiesce(srv_gate *g);
+/* Connections open to the daemon (their answers relayed or not yet). */
+unsigned srv_gate_connections(srv_gate *g);
+/* Connections still receiving a request (shutdown's --drain-timeout has
+ * passed) are answered 503, idle ones closed. Returns at once. */
+void srv_gate_cut_receiving(srv_gate *g);
+/* Relays what the stopped daemon said, briefly, closes every connection
+ * and frees. */
+void srv_gate_stop(srv_gate *g);
 
 #endif

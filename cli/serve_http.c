@@ -1,12 +1,14 @@
-/* tessera serve: HTTP on libmicrohttpd. One thread per connection (bounded
- * by --max-connections, and by --max-connections-per-client for each client
- * address): a request thread parses the body, queues its job and sleeps
- * until the workers have answered every sentence, checking every 100 ms
- * whether its client has gone or --request-timeout has passed (then the job
- * is stopped: cli/serve.h). A connection slow to send its request is cut at
- * --read-timeout (cli/serve_guard.c), so slow clients hold a thread for
- * seconds, not for as long as they like, and the threads they do hold block
- * nobody else: a thread waits on its own socket only.
+/* tessera serve: HTTP on libmicrohttpd, behind the gate (cli/serve_gate.c),
+ * which owns the listening socket and hands each connection over as one end
+ * of a socket pair. One thread per connection (bounded by --max-connections,
+ * counted by the gate, and by --max-connections-per-client for each client
+ * address, counted here): a request thread parses the body, queues its job
+ * and sleeps until the workers have answered every sentence, checking every
+ * 100 ms whether its client has gone or --request-timeout has passed (then
+ * the job is stopped: cli/serve.h). A connection slow to send its request is
+ * answered 408 by the gate at --read-timeout, so slow clients hold a thread
+ * for seconds, not for as long as they like, and the threads they do hold
+ * block nobody else: a thread waits on its own socket only.
  *
  *   POST /v1/translate, POST /v1/score   the jobs (cli/serve_request.c)
  *   GET /v1/health                       200 ready / 503 loading or stopping
@@ -14,23 +16,15 @@
  *   GET /metrics                         Prometheus text (cli/serve_metrics.c) */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
-#ifdef __linux__
-#include <linux/filter.h>
-#endif
 
 #include "cli/serve.h"
 
@@ -44,9 +38,8 @@ struct srv_http {
     int closed;           /* drained: later requests must not reach the batcher */
     const cli_model *cm;  /* once ready */
     srv_batcher *batcher; /* once ready */
-    srv_guard *guard;
+    srv_gate *gate;
     struct timespec stop_began; /* when quiesce began: --drain-timeout counts from it */
-    int port;
 };
 
 /* What a request carries between the calls libmicrohttpd makes for it. */
@@ -57,7 +50,6 @@ typedef struct exchange {
     int arriving; /* counted by the batcher as arriving */
     struct timespec arrival;
     struct MHD_Connection *connection;
-    srv_guard_entry *guarded; /* the connection's read deadline */
 } exchange;
 
 /* Queues `text` (malloc'd, taken over; NULL means out of memory) as the
@@ -274,51 +266,26 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     return run_job(h, c, url, translate ? SRV_TRANSLATE : SRV_SCORE, x);
 }
 
-/* The request's Content-Length headers: how many, and whether they agree. */
-typedef struct lengths {
-    int count, conflict;
-    const char *first;
-} lengths;
-
-static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
-{
-    (void)kind;
-    lengths *l = cls;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
-        return MHD_YES;
-    if (l->count++ == 0)
-        l->first = value ? value : "";
-    else if (strcmp(l->first, value ? value : "") != 0)
-        l->conflict = 1;
-    return MHD_YES;
-}
-
-/* Refusals decided by the headers alone, answered before any of the body is
- * read: two Content-Lengths that disagree (libmicrohttpd would take the
- * first; a proxy in front may take another, and the two would then see
- * different requests: request smuggling), and a declared length past
- * --max-body. MHD_YES when nothing is refused (*refused 0). */
+/* A declared length past --max-body is refused from the headers, before any
+ * of the body is read. (The gate has refused a malformed Content-Length, and
+ * two that disagree.) MHD_YES when nothing is refused (*refused 0). */
 static enum MHD_Result refuse_by_headers(srv_http *h, struct MHD_Connection *c, const char *url,
                                          exchange *x, int *refused)
 {
-    lengths l = {0};
-    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &l);
-    *refused = 1;
-    if (l.conflict)
-        return error(h, c, "other", x, 400, "conflicting Content-Length headers");
-    if (l.count == 1) {
-        char *end;
-        errno = 0;
-        unsigned long long declared = strtoull(l.first, &end, 10);
-        if (end != l.first && errno == 0 && declared > h->s->max_body) {
-            arrived(h, x);
-            return error(h, c, url, x, 413, "body: %llu bytes declared, more than %zu", declared,
-                         h->s->max_body);
-        }
-    }
+    const char *length =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     *refused = 0;
-    return MHD_YES;
+    if (!length)
+        return MHD_YES;
+    char *end;
+    errno = 0;
+    unsigned long long declared = strtoull(length, &end, 10);
+    if (end == length || errno != 0 || declared <= h->s->max_body)
+        return MHD_YES;
+    *refused = 1;
+    arrived(h, x);
+    return error(h, c, url, x, 413, "body: %llu bytes declared, more than %zu", declared,
+                 h->s->max_body);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -334,9 +301,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &x->arrival);
         x->connection = c;
-        const union MHD_ConnectionInfo *info =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        x->guarded = info ? info->socket_context : NULL;
         *state = x;
         pthread_mutex_lock(&h->lock);
         h->in_flight++;
@@ -384,7 +348,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_size = 0;
         return MHD_YES;
     }
-    srv_guard_reading(h->guard, x->guarded, 0); /* received whole: no read deadline now */
     return route(h, c, url, method, x);
 }
 
@@ -397,7 +360,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     exchange *x = *state;
     if (!x)
         return;
-    srv_guard_reading(h->guard, x->guarded, 1); /* the next request's deadline begins */
     arrived(h, x); /* refused before it was queued, or the client left */
     free(x->body);
     free(x);
@@ -407,89 +369,57 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
     pthread_mutex_unlock(&h->lock);
 }
 
-/* A connection opened or closed: its read deadline is registered or
- * removed (cli/serve_guard.c). */
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
+/* The gate's connection, handed to the daemon (cli/serve.h: srv_gate_handoff). */
+static int take_connection(void *arg, int fd, const struct sockaddr *client, socklen_t len)
 {
-    srv_http *h = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *info =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = info ? srv_guard_open(h->guard, info->connect_fd) : NULL;
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        srv_guard_close(h->guard, *socket_context);
-        *socket_context = NULL;
-    }
-}
-
-/* Why libmicrohttpd could not listen on addr, which it does not say: the
- * same socket, option and bind tried again, for their errno ("Permission
- * denied" below port 1024, "Address already in use", "Cannot assign
- * requested address" for an address of another machine). */
-static const char *why_not_listening(const struct addrinfo *addr)
-{
-    int fd = socket(addr->ai_family, addr->ai_socktype | SOCK_CLOEXEC, addr->ai_protocol);
-    if (fd < 0)
-        return strerror(errno);
-    int on = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    const char *why = "libmicrohttpd refused (out of memory or threads?)";
-    if (bind(fd, addr->ai_addr, addr->ai_addrlen) != 0 || listen(fd, 1) != 0)
-        why = strerror(errno);
-    close(fd);
-    return why;
+    srv_http *h = arg;
+    return MHD_add_connection(h->daemon, fd, client, len) == MHD_YES ? 0 : -1;
 }
 
 srv_http *srv_http_start(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-                    *addr;
-    char port[16];
-    snprintf(port, sizeof port, "%d", s->port);
-    int rc = getaddrinfo(s->host, port, &hints, &addr);
-    if (rc != 0) {
-        snprintf(err, err_len, "--host %s: %s", s->host, gai_strerror(rc));
-        return NULL;
-    }
     srv_http *h = calloc(1, sizeof *h);
     if (!h) {
-        freeaddrinfo(addr);
         snprintf(err, err_len, "out of memory");
         return NULL;
     }
     h->s = s;
     h->metrics = metrics;
     pthread_mutex_init(&h->lock, NULL);
-    h->guard = srv_guard_start(s->read_timeout, metrics, err, err_len);
-    if (!h->guard) {
-        freeaddrinfo(addr);
+    h->gate = srv_gate_open(s, metrics, err, err_len);
+    if (!h->gate) {
         srv_http_stop(h);
         return NULL;
     }
+    /* Connections come from the gate only. Its framer lets through request
+     * heads of up to SRV_HEAD_MAX bytes and SRV_PIECES_MAX fields, cookies
+     * and arguments, which libmicrohttpd keeps in the connection's memory
+     * pool with a copy of the Cookie field and a record each: the pool is
+     * sized so that those always fit (a head it could not hold would be
+     * refused in HTML). poll(), not select(): three descriptors a
+     * connection pass FD_SETSIZE soon. Timeouts are the gate's. */
+    enum { POOL_BYTES = 64 * 1024 };
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ITC | (addr->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
     h->daemon = MHD_start_daemon(
-        flags, (uint16_t)s->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-        addr->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)s->max_per_client, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->max_per_client,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)POOL_BYTES, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)0, MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, err_len, "cannot listen on %s port %d: %s", s->host, s->port,
-                 why_not_listening(addr));
-        freeaddrinfo(addr);
+        snprintf(err, err_len, "libmicrohttpd did not start (out of memory or threads?)");
         srv_http_stop(h);
         return NULL;
     }
-    freeaddrinfo(addr);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = info ? info->port : s->port;
+    if (srv_gate_start(h->gate, take_connection, h, err, err_len) != 0) {
+        srv_http_stop(h);
+        return NULL;
+    }
     return h;
 }
 
-int srv_http_port(const srv_http *h) { return h->port; }
+int srv_http_port(const srv_http *h) { return srv_gate_port(h->gate); }
 
 void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b)
 {
@@ -500,89 +430,13 @@ void srv_http_ready(srv_http *h, const cli_model *cm, srv_batcher *b)
     pthread_mutex_unlock(&h->lock);
 }
 
-/* Stops new connections at the listening socket: a filter that drops a
- * packet with SYN set and ACK clear, the first of a new connection. Returns
- * 1 when the system took it, 0 where it has no socket filters.
- *
- * Only the first packet: the filter also sees the last ACK of every
- * handshake whose SYN-ACK already went out, and a drop-all filter once
- * dropped such an ACK, leaving a client connected on its side (and its
- * request sent) to a connection the listener never queued and reset when it
- * closed. Sockets accepted later inherit the filter; an established
- * connection never receives a bare SYN, so it drops nothing of theirs. The
- * filter reads the TCP header, whose byte 13 holds the flags. */
-static int close_the_door(MHD_socket listener)
-{
-#ifdef SO_ATTACH_FILTER
-    enum { TCP_FLAGS_BYTE = 13, TCP_SYN = 0x02, TCP_ACK = 0x10 };
-    struct sock_filter drop_syn[] = {
-        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, TCP_FLAGS_BYTE),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_SYN | TCP_ACK),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_SYN, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0),          /* drop */
-        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu), /* keep the whole packet */
-    };
-    struct sock_fprog filter = {.len = sizeof drop_syn / sizeof drop_syn[0], .filter = drop_syn};
-    return setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof filter) == 0;
-#else
-    (void)listener;
-    return 0;
-#endif
-}
-
 void srv_http_quiesce(srv_http *h)
 {
     clock_gettime(CLOCK_MONOTONIC, &h->stop_began);
     pthread_mutex_lock(&h->lock);
     h->stopping = 1;
     pthread_mutex_unlock(&h->lock);
-    MHD_socket listener = MHD_quiesce_daemon(h->daemon);
-    if (listener == MHD_INVALID_SOCKET)
-        return;
-    /* Connections the system completed before the socket closes are
-     * accepted ones to their clients: hand them to the daemon rather than
-     * reset them. Closing a listening socket resets the connections still
-     * in its backlog, so first, where the system allows, new connections
-     * are stopped at the door (a client's SYN goes unanswered, and its retry
-     * finds the port closed), then what was already let in is accepted. */
-    int door_closed = close_the_door(listener);
-    int flags = fcntl(listener, F_GETFL);
-    if (flags >= 0 && fcntl(listener, F_SETFL, flags | O_NONBLOCK) == 0) {
-        /* A handshake answered before the door closed completes within a
-         * round trip: until none has for HANDSHAKE_QUIET_MS (and at most
-         * HANDSHAKE_MAX_MS, the first SYN-ACK retransmission being 1 s
-         * away), whatever arrives is accepted. Without the filter only
-         * what is queued now is taken. */
-        enum { HANDSHAKE_QUIET_MS = 200, HANDSHAKE_MAX_MS = 1000 };
-        int quiet_ms = 0, waited_ms = 0;
-        while (quiet_ms < HANDSHAKE_QUIET_MS && waited_ms < HANDSHAKE_MAX_MS) {
-            struct sockaddr_storage addr;
-            socklen_t len = sizeof addr;
-            int fd = accept(listener, (struct sockaddr *)&addr, &len);
-            if (fd >= 0) {
-                MHD_add_connection(h->daemon, fd, (struct sockaddr *)&addr, len);
-                quiet_ms = 0;
-                continue;
-            }
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (!door_closed || (errno != EAGAIN && errno != EWOULDBLOCK))
-                break;
-            struct pollfd p = {.fd = listener, .events = POLLIN};
-            int waited = poll(&p, 1, 10) == 0 ? 10 : 1;
-            quiet_ms += waited;
-            waited_ms += waited;
-        }
-    }
-    close(listener);
-}
-
-/* Connections open on the daemon. */
-static unsigned open_connections(const srv_http *h)
-{
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return info ? info->num_connections : 0;
+    srv_gate_quiesce(h->gate);
 }
 
 void srv_http_drain(srv_http *h)
@@ -592,7 +446,8 @@ void srv_http_drain(srv_http *h)
      * that keep a connection open without sending a request, DRAIN_GRACE_MS
      * after the last request ended. When --drain-timeout passes first, the
      * jobs still running are cancelled (each answered 503 within a decoding
-     * step) and the connections still receiving a request are cut. */
+     * step) and the connections still receiving a request are answered
+     * 503 by the gate and closed. */
     enum { DRAIN_GRACE_MS = 3000, POLL_MS = 10 };
     int idle_ms = 0, cancelled = 0;
     for (;;) {
@@ -600,11 +455,10 @@ void srv_http_drain(srv_http *h)
             cancelled = 1;
             if (h->batcher)
                 srv_batcher_cancel_all(h->batcher);
-            srv_guard_cut_readers(h->guard);
+            srv_gate_cut_receiving(h->gate);
         }
-        /* The daemon's count is read without our lock held: the daemon may
-         * hold its own while it calls on_completed, which takes ours. */
-        unsigned connections = open_connections(h);
+        /* Connections whose answers are still being relayed count. */
+        unsigned connections = srv_gate_connections(h->gate);
         pthread_mutex_lock(&h->lock);
         if (h->in_flight > 0) {
             idle_ms = 0;
@@ -625,8 +479,8 @@ void srv_http_stop(srv_http *h)
     if (!h)
         return;
     if (h->daemon)
-        MHD_stop_daemon(h->daemon); /* every connection closed: the guard is idle */
-    srv_guard_stop(h->guard);
+        MHD_stop_daemon(h->daemon); /* its ends of the connections close... */
+    srv_gate_stop(h->gate);         /* ...and the gate relays what they said, then closes */
     pthread_mutex_destroy(&h->lock);
     free(h);
 }
