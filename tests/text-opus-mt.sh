@@ -34,6 +34,9 @@
 # Exit 77 (SKIP) without /usr/bin/python3's numpy, yaml or sentencepiece, or
 # when tessera reads no text (no --pieces in translate --help, or `tessera
 # info` says text is not built in), once the converter's checks have passed.
+#
+# Every tessera command runs behind the words of $TESSERA_TEST_RUNNER (qemu
+# in a cross build, .ci/neon), the Python parts' too.
 set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
 build=${TESSERA_TEST_BUILDDIR:-.}
@@ -60,6 +63,7 @@ if ! [ -x "$tessera" ]; then
     echo "ERROR: neither $build/tests/tessera-test nor $build/tessera is built"
     exit 99
 fi
+runner=${TESSERA_TEST_RUNNER:-}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/text-opus-mt.XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -353,10 +357,10 @@ fi
 
 # ---- tessera on text ----------------------------------------------------------------
 why=
-if ! "$tessera" translate --help 2>/dev/null | grep -q -- --pieces; then
+if ! $runner "$tessera" translate --help 2>/dev/null | grep -q -- --pieces; then
     why="$tessera translate has no --pieces: tessera does not read text yet"
-elif ! "$tessera" info 2>/dev/null | grep -q '^text: SentencePiece'; then
-    why="$tessera was built without SentencePiece ($("$tessera" info 2>/dev/null | grep '^text:'))"
+elif ! $runner "$tessera" info 2>/dev/null | grep -q '^text: SentencePiece'; then
+    why="$tessera was built without SentencePiece ($($runner "$tessera" info 2>/dev/null | grep '^text:'))"
 fi
 if [ -n "$why" ]; then
     [ "$status" -eq 0 ] && { echo "SKIP: $why (the converter's checks passed)"; exit 77; }
@@ -371,14 +375,14 @@ for beam in 1 4; do
         { fail "the reference, --beam $beam: $(tail -n 1 "$work/reference.err")"; exit 1; }
 done
 
-sets=$("$tessera" info | sed -n 's/^kernel set \([^ ]*\) *usable$/\1/p')
+sets=$($runner "$tessera" info | sed -n 's/^kernel set \([^ ]*\) *usable$/\1/p')
 [ -n "$sets" ] || { fail "$tessera info lists no usable kernel set"; exit 1; }
 runs=
 for set in $sets; do
     for beam in 1 4; do
         for batch in 1 8; do
             run="$set.beam$beam.batch$batch"
-            TESSERA_ISA=$set "$tessera" translate -m "$model" --beam "$beam" --batch "$batch" \
+            TESSERA_ISA=$set $runner "$tessera" translate -m "$model" --beam "$beam" --batch "$batch" \
                 --max-len "$max_len" <"$work/in.txt" >"$work/got.$run" 2>"$work/err.$run"
             echo "$?" >"$work/code.$run"
             runs="$runs $run"
@@ -387,7 +391,7 @@ for set in $sets; do
 done
 # The installed command too (its default set), when the runs above were the test build's.
 if [ "$tessera" != "$build/tessera" ] && [ -x "$build/tessera" ]; then
-    "$build/tessera" translate -m "$model" --batch 8 --max-len "$max_len" <"$work/in.txt" \
+    $runner "$build/tessera" translate -m "$model" --batch 8 --max-len "$max_len" <"$work/in.txt" \
         >"$work/got.tessera.beam1.batch8" 2>"$work/err.tessera.beam1.batch8"
     echo "$?" >"$work/code.tessera.beam1.batch8"
     runs="$runs tessera.beam1.batch8"
@@ -398,9 +402,9 @@ fi
 # makes of those source ids (the model alone), so that tokenizing, the model
 # and detokenizing can be told apart.
 # shellcheck disable=SC2086 # the runs are words
-"$python" - "$tools" "$work" "$tessera" "$max_len" $runs <<'EOF' || status=1
+"$python" - "$tools" "$work" "$runner" "$tessera" "$build/tessera" "$max_len" $runs <<'EOF' || status=1
 import os, subprocess, sys
-tools, work, tessera, max_len = sys.argv[1:5]
+tools, work, runner, tessera, installed, max_len = sys.argv[1:7]
 sys.path.insert(0, tools)
 import text_pipeline_reference as reference
 
@@ -427,7 +431,7 @@ def diagnose(run_set, beam, number):
     env = dict(os.environ)
     if run_set != "tessera":
         env["TESSERA_ISA"] = run_set
-    command = [tessera if run_set != "tessera" else os.path.join(os.path.dirname(tessera), "tessera"),
+    command = runner.split() + [tessera if run_set != "tessera" else installed,
                "translate", "-m", os.path.join(work, "model"), "--ids", "--beam", str(beam),
                "--max-len", max_len]
     done = subprocess.run(command, input=(" ".join(map(str, ids)) + "\n").encode(),
@@ -444,7 +448,7 @@ expected, margins = {}, {}
 for beam in (1, 4):
     expected[beam] = read(os.path.join(work, "expected.%d" % beam)).split(b"\n")[:-1]
     margins[beam] = [float(m) for m in read(os.path.join(work, "margins.%d" % beam)).split()]
-for run in sys.argv[5:]:
+for run in sys.argv[7:]:
     run_set, beam_word, batch_word = run.rsplit(".", 2)
     beam = int(beam_word[len("beam"):])
     code = int(read(os.path.join(work, "code." + run)))
@@ -485,12 +489,12 @@ EOF
 # every sentence, and the text of random target ids, </s> (dropped) and <unk>
 # (written as SentencePiece writes it: a Marian conversion's bos_id is <unk>'s
 # id, a placeholder section 3 does not drop) among them.
-if "$tessera" tokenize --help >/dev/null 2>&1 && "$tessera" detokenize --help >/dev/null 2>&1; then
-    "$tessera" tokenize -m "$model" --ids <"$work/in.txt" >"$work/tokenize.out" 2>"$work/tokenize.err" ||
+if $runner "$tessera" tokenize --help >/dev/null 2>&1 && $runner "$tessera" detokenize --help >/dev/null 2>&1; then
+    $runner "$tessera" tokenize -m "$model" --ids <"$work/in.txt" >"$work/tokenize.out" 2>"$work/tokenize.err" ||
         fail "tessera tokenize --ids: $(tail -n 1 "$work/tokenize.err")"
-    "$python" - "$tools" "$work" "$tessera" <<'EOF' || status=1
+    "$python" - "$tools" "$work" "$runner" "$tessera" <<'EOF' || status=1
 import os, random, subprocess, sys
-tools, work, tessera = sys.argv[1:]
+tools, work, runner, tessera = sys.argv[1:]
 sys.path.insert(0, tools)
 import text_pipeline_reference as reference
 pipeline = reference.TextPipeline(os.path.join(work, "marian"))
@@ -512,7 +516,7 @@ elif not wrong:
 rng = random.Random(36)
 size = len(pipeline.target_vocab[0])
 id_lines = [[rng.randrange(0, size) for _ in range(rng.randint(1, 12))] for _ in range(200)]
-done = subprocess.run([tessera, "detokenize", "-m", os.path.join(work, "model")],
+done = subprocess.run(runner.split() + [tessera, "detokenize", "-m", os.path.join(work, "model")],
                       input="".join(" ".join(map(str, ids)) + "\n" for ids in id_lines).encode(),
                       capture_output=True)
 out = done.stdout.split(b"\n")[:-1]
