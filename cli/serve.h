@@ -232,6 +232,10 @@ unsigned srv_gate_connections(srv_gate *g);
 /* Connections still receiving a request (shutdown's --drain-timeout has
  * passed) are answered 503, idle ones closed. Returns at once. */
 void srv_gate_cut_receiving(srv_gate *g);
+/* Closes every connection, answered or not: shutdown's last resort, when
+ * connections still hold requests after --drain-timeout and a grace.
+ * Returns at once. */
+void srv_gate_close_all(srv_gate *g);
 /* Relays what the stopped daemon said, briefly, closes every connection
  * and frees. */
 void srv_gate_stop(srv_gate *g);

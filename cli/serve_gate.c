@@ -104,7 +104,7 @@ struct srv_gate {
     int started;
     pthread_mutex_t lock; /* guards the requests below */
     pthread_cond_t changed;
-    int quiesce_asked, quiesce_done, cut_asked, stop_asked;
+    int quiesce_asked, quiesce_done, cut_asked, close_all_asked, stop_asked;
     unsigned live; /* connections with a server end (read by others: atomic) */
     /* The gate thread's own: */
     conn head;     /* a ring of every connection */
@@ -658,7 +658,10 @@ static void cut_receiving(srv_gate *g)
         next = c->next;
         if (receiving(c)) {
             cut(g, c, 503, "stopping", message);
-        } else if (c->phase == RELAY && !c->server_eof && c->answers >= c->requests) {
+        } else if ((c->phase == RELAY || c->phase == REFUSING) && !c->server_eof &&
+                   c->answers >= c->requests) {
+            /* Every answer is out of the daemon: what it holds of a next
+             * request is dropped with the connection's server end. */
             close_pair(g, c);
             c->server_eof = 1;
             advance(g, c);
@@ -676,8 +679,8 @@ static void take_requests(srv_gate *g)
         ;
     pthread_mutex_lock(&g->lock);
     int quiesce = g->quiesce_asked && !g->quiesce_done, cut_now = g->cut_asked,
-        stop = g->stop_asked;
-    g->cut_asked = 0;
+        close_all = g->close_all_asked, stop = g->stop_asked;
+    g->cut_asked = g->close_all_asked = 0;
     pthread_mutex_unlock(&g->lock);
     if (quiesce && !g->door_closing && close_door_step(g)) {
         pthread_mutex_lock(&g->lock);
@@ -687,6 +690,10 @@ static void take_requests(srv_gate *g)
     }
     if (cut_now)
         cut_receiving(g);
+    for (conn *c = g->head.next, *next; close_all && c != &g->head; c = next) {
+        next = c->next;
+        finish(g, c);
+    }
     if (stop && !g->stopping) {
         g->stopping = 1;
         g->stop_by = srv_after_ms(now(), STOP_FLUSH_MS);
@@ -858,6 +865,12 @@ void srv_gate_cut_receiving(srv_gate *g)
 {
     if (g->started)
         ask(g, &g->cut_asked);
+}
+
+void srv_gate_close_all(srv_gate *g)
+{
+    if (g->started)
+        ask(g, &g->close_all_asked);
 }
 
 void srv_gate_stop(srv_gate *g)

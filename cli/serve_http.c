@@ -447,15 +447,21 @@ void srv_http_drain(srv_http *h)
      * after the last request ended. When --drain-timeout passes first, the
      * jobs still running are cancelled (each answered 503 within a decoding
      * step) and the connections still receiving a request are answered
-     * 503 by the gate and closed. */
-    enum { DRAIN_GRACE_MS = 3000, POLL_MS = 10 };
-    int idle_ms = 0, cancelled = 0;
+     * 503 by the gate and closed; should a request still be in progress
+     * LAST_RESORT_MS later, every connection is closed. */
+    enum { DRAIN_GRACE_MS = 3000, LAST_RESORT_MS = 2000, POLL_MS = 10 };
+    int idle_ms = 0, cancelled = 0, closed_all = 0;
     for (;;) {
-        if (!cancelled && srv_seconds_since(h->stop_began) >= h->s->drain_timeout) {
+        double since_stop = srv_seconds_since(h->stop_began);
+        if (!cancelled && since_stop >= h->s->drain_timeout) {
             cancelled = 1;
             if (h->batcher)
                 srv_batcher_cancel_all(h->batcher);
             srv_gate_cut_receiving(h->gate);
+        }
+        if (!closed_all && since_stop >= h->s->drain_timeout + LAST_RESORT_MS / 1000.0) {
+            closed_all = 1;
+            srv_gate_close_all(h->gate);
         }
         /* Connections whose answers are still being relayed count. */
         unsigned connections = srv_gate_connections(h->gate);
@@ -478,8 +484,12 @@ void srv_http_stop(srv_http *h)
 {
     if (!h)
         return;
+    /* The gate stops handing connections to the daemon (it already has
+     * when the server quiesced; not when the model failed to load)... */
+    if (h->gate)
+        srv_gate_quiesce(h->gate);
     if (h->daemon)
-        MHD_stop_daemon(h->daemon); /* its ends of the connections close... */
+        MHD_stop_daemon(h->daemon); /* ...the daemon's ends of the connections close... */
     srv_gate_stop(h->gate);         /* ...and the gate relays what they said, then closes */
     pthread_mutex_destroy(&h->lock);
     free(h);
