@@ -741,7 +741,7 @@ Test(hostile, pipelined_requests_are_answered_before_the_refusal, .timeout = 60)
         "POST /v1/score HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         "10\r\n{\"source\": [[5]]\r\n12;note=split\r\n, \"target\": [[6]]}\r\n0\r\nX-Sum: 0\r\n\r\n"
         "POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n";
-    static const int to_head[] = {0, 0, 1, 0, 0};
+    static const int to_head[] = {0, 0, 1, 0, 0, 0}; /* one more than sent: raw_exchange reads up to max */
     static const int want[] = {200, 200, 405, 200, 400};
     raw_answer a[6];
     size_t rest;
