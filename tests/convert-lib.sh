@@ -1,24 +1,27 @@
-# The shared part of tests/convert-families.sh and tests/convert-torch-families.sh
-# (sourced): where things are, /usr/bin/python3 with numpy and yaml (else
-# SKIP), a scratch directory, and the checks both use.
+# The shared part of the tests that run Python tools (sourced:
+# tests/convert-families.sh, convert-torch-families.sh, text-opus-mt.sh,
+# text-tokenize.sh): where things are, /usr/bin/python3 with the modules
+# $python_modules names (default numpy and yaml; else SKIP), a scratch
+# directory, fail, and the converter's checks.
 set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
+build=${TESSERA_TEST_BUILDDIR:-.}
 python=${TESSERA_TEST_PYTHON:-/usr/bin/python3}
 families=$srcdir/tests/golden/families
 convert="$srcdir/tools/tessera-convert"
 
 if ! [ -x "$python" ]; then
-    echo "SKIP: $python not found (tools/tessera-convert runs with it)"
+    echo "SKIP: $python not found (the tools under test run with it)"
     exit 77
 fi
-for module in numpy yaml; do
+for module in ${python_modules:-numpy yaml}; do
     if ! "$python" -c "import $module" >/dev/null 2>&1; then
         echo "SKIP: $python lacks the module '$module' (Debian: python3-$module)"
         exit 77
     fi
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/convert-families.XXXXXX") || exit 99
+work=$(mktemp -d "${TMPDIR:-/tmp}/$(basename "$0" .sh).XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT INT TERM
 status=0
 fail() {

@@ -37,24 +37,9 @@
 #
 # Every tessera command runs behind the words of $TESSERA_TEST_RUNNER (qemu
 # in a cross build, .ci/neon), the Python parts' too.
-set -u
-srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
-build=${TESSERA_TEST_BUILDDIR:-.}
-python=${TESSERA_TEST_PYTHON:-/usr/bin/python3}
+python_modules="numpy yaml sentencepiece"
+. "$(dirname "$0")/convert-lib.sh" # srcdir, build, python, convert, work, fail, converts
 tools=$srcdir/tools
-convert=$tools/tessera-convert
-families=$srcdir/tests/golden/families
-
-if ! [ -x "$python" ]; then
-    echo "SKIP: $python not found (tools/tessera-convert runs with it)"
-    exit 77
-fi
-for module in numpy yaml sentencepiece; do
-    if ! "$python" -c "import $module" >/dev/null 2>&1; then
-        echo "SKIP: $python lacks the module '$module' (Debian: python3-$module)"
-        exit 77
-    fi
-done
 # tests/tessera-test is the command linked with the test library, which also
 # holds the emulated kernel sets; ./tessera when Criterion did not build it.
 tessera=$build/tests/tessera-test
@@ -64,14 +49,6 @@ if ! [ -x "$tessera" ]; then
     exit 99
 fi
 runner=${TESSERA_TEST_RUNNER:-}
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/text-opus-mt.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT INT TERM
-status=0
-fail() {
-    echo "FAIL: $*"
-    status=1
-}
 export TESSERA_NUM_THREADS=1 # make -j2 runs two tests at once on 2 cores
 
 # ---- the models and the sentences --------------------------------------------
@@ -207,16 +184,6 @@ with open(os.path.join(work, "in.txt"), "wb") as f:
 EOF
 
 # ---- the converter --------------------------------------------------------------
-# converts NAME INPUT OUT [FLAGS...]: tessera-convert succeeds, its stderr in OUT.err.
-converts() {
-    name=$1 input=$2 out=$3
-    shift 3
-    "$python" "$convert" "$input" "$out" "$@" 2>"$out.err"
-    code=$?
-    [ "$code" -eq 0 ] && return 0
-    fail "$name: tessera-convert exited $code: $(tail -n 1 "$out.err")"
-    return 1
-}
 # tokenizer NAME OUT SOURCE TARGET: config.json's tokenizer names SOURCE and TARGET.
 tokenizer() {
     message=$("$python" - "$2/config.json" "$3" "$4" 2>&1 <<'EOF'

@@ -31,36 +31,15 @@
 #
 # Needs /usr/bin/python3 with numpy and sentencepiece (Debian:
 # python3-sentencepiece), and a tessera built with SentencePiece, else SKIP.
-set -u
-srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
-build=${TESSERA_TEST_BUILDDIR:-.}
-python=${TESSERA_TEST_PYTHON:-/usr/bin/python3}
+python_modules="numpy sentencepiece"
+. "$(dirname "$0")/convert-lib.sh" # srcdir, build, python, work, fail
 tessera="${TESSERA_TEST_RUNNER:-} $build/tests/tessera-test"
-
-if ! [ -x "$python" ]; then
-    echo "SKIP: $python not found (the reference runs with it)"
-    exit 77
-fi
-for module in numpy sentencepiece; do
-    if ! "$python" -c "import $module" >/dev/null 2>&1; then
-        echo "SKIP: $python lacks the module '$module' (Debian: python3-$module)"
-        exit 77
-    fi
-done
 
 # A tessera configured without libsentencepiece reads ids and pieces only.
 if $tessera info 2>/dev/null | grep -q '^text: not built in'; then
     echo "SKIP: this tessera was built without SentencePiece: $($tessera info | grep '^text: ')"
     exit 77
 fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/text-tokenize.XXXXXX") || exit 99
-trap 'rm -rf "$work"' EXIT INT TERM
-status=0
-fail() {
-    echo "FAIL: $*"
-    status=1
-}
 
 # The models, the corpus, the reference's outputs and the bad inputs, in one
 # run of Python (see the list of files at its end).
