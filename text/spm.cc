@@ -90,7 +90,8 @@ extern "C" int tsr_spm_decode(const tsr_spm *spm, const char *const *pieces, siz
     *text = nullptr;
     std::string out;
     try {
-        std::vector<std::string> list(pieces, pieces + n);
+        // Views of the caller's pieces: no copy of each into a std::string.
+        std::vector<absl::string_view> list(pieces, pieces + n);
         auto status = spm->processor.Decode(list, &out);
         if (!status.ok())
             return tsr_fail(err, err_len, "SentencePiece cannot decode it: %s",
