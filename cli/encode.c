@@ -79,23 +79,16 @@ static void slot_free(void *ctx, void *state, size_t cap)
 }
 
 static int parse_source(void *ctx, void *state, const char *line, size_t len, size_t index,
-                        char *err, size_t err_len)
+                        size_t *tokens, char *err, size_t err_len)
 {
     const command *c = ctx;
     slot *s = state;
     if (cli_parse_source(c->cm, line, len, 0, &s->src.ids[index], &s->src.seqs[index], err,
                          err_len) != 0)
         return -1;
-    size_t tokens = s->src.seqs[index].len;
-    size_t need = tessera_encode_memory(c->cm->runtimes[0], c->cm->model, 1, tokens);
-    return cli_check_budget(c->cm, need, tokens, err, err_len);
-}
-
-static size_t source_tokens(void *ctx, void *state, size_t index)
-{
-    (void)ctx;
-    const slot *s = state;
-    return s->src.seqs[index].len;
+    *tokens = s->src.seqs[index].len;
+    size_t need = tessera_encode_memory(c->cm->runtimes[0], c->cm->model, 1, *tokens);
+    return cli_check_budget(c->cm, need, *tokens, err, err_len);
 }
 
 static int encode_slot(void *ctx, void *state, size_t n, size_t first_line, tessera_runtime *rt,
@@ -192,8 +185,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work encode_work = {sizeof(slot), slot_init,   slot_free, parse_source,
-                                     source_tokens, encode_slot, print_slot};
+static const cli_work encode_work = {sizeof(slot), slot_init, slot_free, parse_source,
+                                     encode_slot, print_slot};
 
 int cli_encode(int argc, char **argv)
 {

@@ -64,7 +64,7 @@ static void slot_free(void *ctx, void *state, size_t cap)
 }
 
 static int parse_pair(void *ctx, void *state, const char *line, size_t len, size_t index,
-                      char *err, size_t err_len)
+                      size_t *tokens, char *err, size_t err_len)
 {
     const command *c = ctx;
     slot *b = state;
@@ -88,16 +88,9 @@ static int parse_pair(void *ctx, void *state, const char *line, size_t len, size
                         "%zu target tokens: BOS + target is longer than max_positions (%d)",
                         t->len, cfg->max_positions);
     b->tgt.seqs[index] = (tessera_tokens){t->ids, t->len};
-    size_t src_tokens = b->src.seqs[index].len;
-    size_t need = tessera_score_memory(c->cm->runtimes[0], c->cm->model, 1, src_tokens, t->len);
-    return cli_check_budget(c->cm, need, src_tokens, err, err_len);
-}
-
-static size_t source_tokens(void *ctx, void *state, size_t index)
-{
-    (void)ctx;
-    const slot *s = state;
-    return s->src.seqs[index].len;
+    *tokens = b->src.seqs[index].len;
+    size_t need = tessera_score_memory(c->cm->runtimes[0], c->cm->model, 1, *tokens, t->len);
+    return cli_check_budget(c->cm, need, *tokens, err, err_len);
 }
 
 static int score_slot(void *ctx, void *state, size_t n, size_t first_line, tessera_runtime *rt,
@@ -138,8 +131,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work score_work = {sizeof(slot), slot_init,  slot_free, parse_pair,
-                                    source_tokens, score_slot, print_slot};
+static const cli_work score_work = {sizeof(slot), slot_init, slot_free, parse_pair,
+                                    score_slot, print_slot};
 
 int cli_score(int argc, char **argv)
 {

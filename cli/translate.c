@@ -136,33 +136,24 @@ static int check_budget(const command *c, size_t tokens, char *err, size_t err_l
 }
 
 static int parse_source(void *ctx, void *state, const char *line, size_t len, size_t index,
-                        char *err, size_t err_len)
+                        size_t *tokens, char *err, size_t err_len)
 {
     const command *c = ctx;
     slot *s = state;
-    const char *prefix_text;
-    size_t src_len, prefix_len;
+    const char *prefix_text = NULL;
+    size_t src_len = len, prefix_len = 0;
     /* An empty line of text is an empty line out: not decoded. */
     int allow_empty = c->cm->form == CLI_TEXT;
-    if (!c->o->prefix)
-        return cli_parse_source(c->cm, line, len, allow_empty, &s->src.ids[index],
-                                &s->src.seqs[index], err, err_len) ||
-               check_budget(c, s->src.seqs[index].len, err, err_len);
-    if (cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
-                         &prefix_len, err, err_len) != 0 ||
+    if ((c->o->prefix &&
+         cli_split_at_tab(line, len, "SOURCE<TAB>PREFIX (--prefix)", &src_len, &prefix_text,
+                          &prefix_len, err, err_len) != 0) ||
         cli_parse_source(c->cm, line, src_len, allow_empty, &s->src.ids[index],
-                         &s->src.seqs[index], err, err_len) != 0)
+                         &s->src.seqs[index], err, err_len) != 0 ||
+        (c->o->prefix && parse_prefix(c, prefix_text, prefix_len, &s->prefix.ids[index],
+                                      &s->prefix.seqs[index], err, err_len) != 0))
         return -1;
-    return parse_prefix(c, prefix_text, prefix_len, &s->prefix.ids[index], &s->prefix.seqs[index],
-                        err, err_len) ||
-           check_budget(c, s->src.seqs[index].len, err, err_len);
-}
-
-static size_t source_tokens(void *ctx, void *state, size_t index)
-{
-    (void)ctx;
-    const slot *s = state;
-    return s->src.seqs[index].len;
+    *tokens = s->src.seqs[index].len;
+    return check_budget(c, *tokens, err, err_len);
 }
 
 static int translate_slot(void *ctx, void *state, size_t n, size_t first_line,
@@ -225,8 +216,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     return status;
 }
 
-static const cli_work translate_work = {sizeof(slot), slot_init,     slot_free, parse_source,
-                                        source_tokens, translate_slot, print_slot};
+static const cli_work translate_work = {sizeof(slot), slot_init, slot_free, parse_source,
+                                        translate_slot, print_slot};
 
 int cli_translate(int argc, char **argv)
 {

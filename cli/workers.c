@@ -129,12 +129,12 @@ static int read_batch(pool *p, cli_line_reader *r, slot *s, size_t cap, size_t m
             snprintf(pending, pending_len, "line %zu: contains a NUL byte", r->line_no);
             return 0;
         }
-        if (p->w->parse(p->ctx, s->state, line, len, s->n, msg, sizeof msg) != 0) {
+        size_t more = 0;
+        if (p->w->parse(p->ctx, s->state, line, len, s->n, &more, msg, sizeof msg) != 0) {
             snprintf(pending, pending_len, "line %zu: %s", r->line_no, msg);
             return 0;
         }
         if (max_tokens) {
-            size_t more = p->w->tokens(p->ctx, s->state, s->n);
             if (s->n > 0 && tokens + more > max_tokens) {
                 cli_unread_line(r, len); /* the next batch starts with it */
                 return 1;

@@ -19,14 +19,14 @@ typedef struct cli_work {
     /* Prepares a zeroed slot for up to cap lines; 0, or -1 when out of memory. */
     int (*slot_init)(void *ctx, void *slot, size_t cap);
     void (*slot_free)(void *ctx, void *slot, size_t cap);
-    /* Parses line `index` of a batch into the slot; -1 with a message (no
-     * line number) in err. On the main thread. A line parsed again (the
-     * first of the next batch, when it did not fit this one's tokens) is
-     * parsed into the next slot: parsing has no other effect. */
-    int (*parse)(void *ctx, void *slot, const char *line, size_t len, size_t index, char *err,
-                 size_t err_len);
-    /* The source tokens of parsed line `index`: what --batch-tokens counts. */
-    size_t (*tokens)(void *ctx, void *slot, size_t index);
+    /* Parses line `index` of a batch into the slot, its source tokens (what
+     * --batch-tokens counts: ids, pieces, or the tokens of text) into
+     * *tokens; -1 with a message (no line number) in err. On the main
+     * thread. A line parsed again (the first of the next batch, when it did
+     * not fit this one's tokens) is parsed into the next slot: parsing has no
+     * other effect. */
+    int (*parse)(void *ctx, void *slot, const char *line, size_t len, size_t index,
+                 size_t *tokens, char *err, size_t err_len);
     /* Computes the slot's n lines on rt, the first of them input line
      * first_line (from 0); 0, or -1 with a message in err. On a worker's
      * thread: it reads only its slot and ctx. */
