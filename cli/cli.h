@@ -49,7 +49,8 @@ typedef struct cli_options {
     int batch_tokens;      /* --batch-tokens: source tokens a batch holds at most; 0: no limit */
     size_t max_memory;     /* --max-memory: each worker's memory budget; 0: the default */
     int form;              /* CLI_FORM_DEFAULT, or --ids, --pieces (--tokens), --text */
-    int text_optional;     /* serve: a model whose text this build cannot read serves ids */
+    int text_or_pieces;    /* serve: without tokenizers this build reads, text is pieces
+                              when the directory has both vocabularies, else ids only */
     tessera_translate_options translate;
     int n_best_given;
     int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */
@@ -110,10 +111,6 @@ typedef struct cli_model {
  * has tokenizers), loads the vocabularies pieces need, and makes the
  * workers' runtimes; returns 0, or 1 after printing an error. */
 int cli_model_open(const cli_options *o, cli_model *cm);
-
-/* The model's vocabularies (vocab.src.txt, vocab.tgt.txt) for pieces: the
- * model's own, or read from its directory; 0, or -1 with the message in err. */
-int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len);
 void cli_model_close(cli_model *cm);
 /* 0 when a line's working memory (`need`, from tessera_translate_memory and
  * its kin for that line alone) fits the workers' memory budget; else -1 with

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/model_path.h"
@@ -208,6 +209,42 @@ int cli_runtime_open(const cli_options *o, int worker, tessera_runtime **rt)
  * model has a decoder. */
 static int sides(const cli_model *cm) { return cm->cfg->n_decoder_layers > 0 ? 2 : 1; }
 
+/* The vocabulary files of a model directory, source and target. */
+static const char *const vocab_files[2] = {"vocab.src.txt", "vocab.tgt.txt"};
+
+/* Whether dir has both vocabulary files (a target one unless an encoder alone). */
+static int has_vocabularies(const cli_model *cm)
+{
+    for (int s = 0; s < sides(cm); s++) {
+        char path[sizeof cm->dir + 32];
+        snprintf(path, sizeof path, "%s/%s", cm->dir, vocab_files[s]);
+        if (access(path, R_OK) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The vocabularies pieces need: the model's own, or read from its directory
+ * (flag names what asked for them in the message). */
+static int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len)
+{
+    const tessera_vocabulary **vocab[2] = {&cm->src_vocab, &cm->tgt_vocab};
+    for (int s = 0; s < sides(cm); s++) {
+        *vocab[s] = tessera_model_vocabulary(cm->model, (tessera_side)s);
+        if (*vocab[s])
+            continue;
+        char path[sizeof cm->dir + 32], why[1024];
+        snprintf(path, sizeof path, "%s/%s", cm->dir, vocab_files[s]);
+        if (tessera_vocabulary_load(path,
+                                    (size_t)(s ? cm->cfg->tgt_vocab_size : cm->cfg->src_vocab_size),
+                                    &cm->owned_vocab[s], why, sizeof why) != 0)
+            return cli_fail(err, err_len, "%s%s%s%s", why, flag ? " (needed by " : "",
+                            flag ? flag : "", flag ? ")" : "");
+        *vocab[s] = cm->owned_vocab[s];
+    }
+    return 0;
+}
+
 /* cm->form from o->form: text by default when the model's tokenizers can
  * read every side. */
 static int choose_form(const cli_options *o, cli_model *cm, char *err, size_t err_len)
@@ -217,11 +254,13 @@ static int choose_form(const cli_options *o, cli_model *cm, char *err, size_t er
         tokenizers &= tessera_model_has_tokenizer(cm->model, (tessera_side)s);
         named |= (s == 0 ? cm->cfg->source_tokenizer : cm->cfg->target_tokenizer)[0] != 0;
     }
+    if (!o->form && !tokenizers && o->text_or_pieces) {
+        cm->form = has_vocabularies(cm) ? CLI_PIECES : CLI_IDS;
+        return 0;
+    }
     /* A model that names tokenizers reads text by default, also where this
      * build cannot: then it says so rather than read the text as ids. */
-    cm->form = o->form                              ? (cli_form)o->form
-               : tokenizers || (named && !o->text_optional) ? CLI_TEXT
-                                                            : CLI_IDS;
+    cm->form = o->form ? (cli_form)o->form : tokenizers || named ? CLI_TEXT : CLI_IDS;
     if (cm->form != CLI_TEXT || tokenizers)
         return 0;
     if (named && tessera_model_vocabulary(cm->model, TESSERA_SOURCE))
@@ -283,25 +322,6 @@ void cli_usage_forms(FILE *f)
             "                          separated by spaces; an unknown one is unk_id\n");
 }
 
-int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len)
-{
-    static const char *const files[2] = {"vocab.src.txt", "vocab.tgt.txt"};
-    const tessera_vocabulary **vocab[2] = {&cm->src_vocab, &cm->tgt_vocab};
-    for (int s = 0; s < sides(cm); s++) {
-        *vocab[s] = tessera_model_vocabulary(cm->model, (tessera_side)s);
-        if (*vocab[s])
-            continue;
-        char path[sizeof cm->dir + 32], why[1024];
-        snprintf(path, sizeof path, "%s/%s", cm->dir, files[s]);
-        if (tessera_vocabulary_load(path,
-                                    (size_t)(s ? cm->cfg->tgt_vocab_size : cm->cfg->src_vocab_size),
-                                    &cm->owned_vocab[s], why, sizeof why) != 0)
-            return cli_fail(err, err_len, "%s%s%s%s", why, flag ? " (needed by " : "",
-                            flag ? flag : "", flag ? ")" : "");
-        *vocab[s] = cm->owned_vocab[s];
-    }
-    return 0;
-}
 
 int cli_check_budget(const cli_model *cm, size_t need, size_t tokens, char *err, size_t err_len)
 {

@@ -210,16 +210,6 @@ static int parse_options(int argc, char **argv, srv_settings *s)
     return 0;
 }
 
-/* Text requests are served when the model directory has both vocabularies. */
-static int has_vocabularies(const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/vocab.src.txt", dir);
-    int src = access(path, R_OK) == 0;
-    snprintf(path, sizeof path, "%s/vocab.tgt.txt", dir);
-    return src && access(path, R_OK) == 0;
-}
-
 int cli_serve(int argc, char **argv)
 {
     srv_settings s;
@@ -235,8 +225,7 @@ int cli_serve(int argc, char **argv)
     snprintf(config, sizeof config, "%s/config.json", dir);
     if (access(config, R_OK) != 0)
         return cli_error("%s: cannot open: %s", config, strerror(errno));
-    int pieces = has_vocabularies(dir);
-    s.cli.text_optional = 1;
+    s.cli.text_or_pieces = 1;
 
     /* Every thread started from here on (HTTP, workers, runtimes) inherits
      * this mask; the main thread takes the signals with sigwait. */
@@ -284,17 +273,6 @@ int cli_serve(int argc, char **argv)
         srv_http_stop(http);
         srv_metrics_free(metrics);
         return 1;
-    }
-    /* A model without tokenizers still takes text requests of pieces when
-     * its directory has the vocabularies. */
-    if (cm.form == CLI_IDS && pieces) {
-        if (cli_model_load_vocabularies(&cm, NULL, err, sizeof err) != 0) {
-            srv_http_stop(http);
-            cli_model_close(&cm);
-            srv_metrics_free(metrics);
-            return cli_error("%s", err);
-        }
-        cm.form = CLI_PIECES;
     }
     srv_batcher *batcher = srv_batcher_start(&cm, &s, metrics, err, sizeof err);
     if (!batcher) {
