@@ -216,6 +216,6 @@ int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);   /* cli/tokenize.c */
 int cli_detokenize(int argc, char **argv); /* cli/tokenize.c */
-int cli_serve(int argc, char **argv); /* cli/serve.c, when built with libmicrohttpd */
+int cli_serve(int argc, char **argv); /* cli/serve/serve.c, when built with libmicrohttpd */
 
 #endif

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 
 #define D_HEAD 64

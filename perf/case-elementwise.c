@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 
 #define SPLIT_UNIT 64 /* elements: a thread's part starts on a cache line */

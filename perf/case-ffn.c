@@ -13,7 +13,7 @@
  */
 #include <stdio.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 
 typedef struct ffn_case {

@@ -11,7 +11,7 @@
  */
 #include <stdio.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 
 typedef struct gemm_case {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 
 typedef struct rows_job {

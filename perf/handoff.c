@@ -1,4 +1,4 @@
-/* What a call costs to hand to a runtime's own thread (core/runtime.c: the
+/* What a call costs to hand to a runtime's own thread (core/runtime/runtime.c: the
  * caller signals the runtime's leader thread and waits for its answer), the
  * price of never binding the caller's thread: a call that does nothing, run
  * through tsr_runtime_run, against the same function called directly.
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/runtime.h"
+#include "core/runtime/runtime.h"
 #include "core/tessera.h"
 
 static volatile int sink;

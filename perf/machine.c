@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "tessera-config.h"
-#include "core/memory.h"
+#include "base/memory.h"
 #include "perf/perf.h"
 #include "simd/gemm/gemm.h"
 

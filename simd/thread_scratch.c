@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 
 typedef struct scratch {
     void *p[TSR_SCRATCH_SLOTS];

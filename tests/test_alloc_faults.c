@@ -1,6 +1,6 @@
 /*
  * Allocation-failure injection: every allocation the library makes goes
- * through core/memory.c, whose copy in the tests' library can fail a chosen
+ * through base/memory.c, whose copy in the tests' library can fail a chosen
  * one (TSR_ALLOC_FAULTS). For each operation below the walk first counts the
  * allocations of a clean run, then, for every n below that count, runs the
  * operation again with allocation n failing (once, and then with every
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "core/tessera.h"
 #include "tests/api_util.h"
 #include "tests/testutil.h"

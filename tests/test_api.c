@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 
 #include "tessera-config.h"
-#include "core/runtime.h"
+#include "core/runtime/runtime.h"
 #include "core/tessera.h"
 #include "tests/api_util.h"
 #include "tests/testutil.h"

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/decode_rules.h"
-#include "core/sampling.h"
+#include "core/search/decode_rules.h"
+#include "core/search/sampling.h"
 
 /* Every uniform of a stream is an output of SplitMix64 from state `key`:
  * (x >> 11) * 2^-53. These are the generator's published first outputs for

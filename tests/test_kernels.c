@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alignment.h"
+#include "core/network/alignment.h"
 #include "simd/bf16.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
@@ -927,7 +927,7 @@ ParameterizedTest(set_param *p, kernels, attention)
     }
 }
 
-/* ---- Alignment of a decoder row (core/alignment.c) ----------------------------
+/* ---- Alignment of a decoder row (core/network/alignment.c) ----------------------------
  * Not a kernel of the table, but built on two of them (logsumexp, argmax), so
  * it runs under every set: the argmax over keys of the softmax probabilities
  * averaged over heads, against the same in double. */

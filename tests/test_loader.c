@@ -1,4 +1,4 @@
-/* The format layer on its own: core/safetensors.c and core/config.c. Every
+/* The format layer on its own: core/model/safetensors.c and core/model/config.c. Every
  * malformed input must give -1 and a message naming the culprit; valid ones
  * must come back with exactly the values written. Last, what the model
  * builder makes of I8 weights for compute type int8. */
@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/model.h"
-#include "core/quote.h"
-#include "core/safetensors.h"
+#include "base/quote.h"
+#include "core/model/config.h"
+#include "core/model/model.h"
+#include "core/model/safetensors.h"
 #include "simd/dispatch.h"
 #include "tests/kernel_reference.h"
 #include "tests/model_writer.h"

@@ -2,7 +2,7 @@
  * Memory plans hold: the working memory a call plans for a batch
  * (tessera_translate_memory, tessera_score_memory, tessera_encode_memory) is
  * at least what the batch really holds at once. The tests' library counts
- * every byte the library holds (core/memory.c with TSR_ALLOC_FAULTS: each
+ * every byte the library holds (base/memory.c with TSR_ALLOC_FAULTS: each
  * block's usable size) and its peak; a call's peak above what was held
  * before it, less its results (which the plan leaves out, and which are
  * counted here the same way, from the blocks returned), must not pass the
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/memory.h"
+#include "base/memory.h"
 #include "core/tessera.h"
 #include "tests/api_util.h"
 #include "tests/testutil.h"

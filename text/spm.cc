@@ -9,8 +9,8 @@
 #include <vector>
 
 extern "C" {
-#include "core/errors.h"
-#include "core/memory.h"
+#include "base/errors.h"
+#include "base/memory.h"
 #include "text/spm.h"
 }
 

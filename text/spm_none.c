@@ -3,7 +3,7 @@
  * is refused with a message that says why. */
 #include "text/spm.h"
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 int tsr_spm_available(void) { return 0; }
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/memory.h"
+#include "base/errors.h"
+#include "base/files.h"
+#include "base/memory.h"
 #include "text/vocabulary.h"
 
 /* Larger than any SentencePiece model (OPUS-MT's are under 1 MB): a file

@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/memory.h"
+#include "base/errors.h"
+#include "base/files.h"
+#include "base/memory.h"
 
 struct tessera_vocabulary {
     char *bytes;     /* the file, each line NUL-terminated in place */

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/errors.h"
-#include "core/memory.h"
-#include "core/text.h"
+#include "base/errors.h"
+#include "base/memory.h"
+#include "base/text.h"
 #include "threads/threads.h"
 
 #define MAX_THREADS 4096

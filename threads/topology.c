@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/errors.h"
-#include "core/memory.h"
+#include "base/errors.h"
+#include "base/memory.h"
 #include "tessera-config.h"
 
 #ifdef HAVE_HWLOC

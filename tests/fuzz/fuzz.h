@@ -22,7 +22,7 @@ const char *fuzz_write_file(const char *name, const void *data, size_t size);
 
 /* Traps unless the failure message `err` is one line of printable ASCII
  * after its first skip bytes (a path of the harness's, as it is): whatever
- * a file says is quoted escaped (core/quote.h), so no input can put a
+ * a file says is quoted escaped (base/quote.h), so no input can put a
  * control byte, a newline or a byte of UTF-8 into a log line. */
 void fuzz_check_message(const char *err, size_t skip);
 

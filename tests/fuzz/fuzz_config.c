@@ -1,7 +1,7 @@
 /* Fuzz target: config.json as the loader reads it (parse, then validate). */
 #include <stdint.h>
 
-#include "core/config.h"
+#include "core/model/config.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "config";

@@ -1,5 +1,5 @@
 /* Fuzz target: the bodies `tessera serve` takes from the network. The input
- * is parsed as a /translate and as a /score request (cli/serve_request.c)
+ * is parsed as a /translate and as a /score request (cli/serve/request.c)
  * against a small model's configuration and vocabularies (text as pieces),
  * and against a model with a SentencePiece tokenizer (TSR_FUZZ_TEXT_MODEL:
  * text as text), so that ids, pieces and text all reach the sentence
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/serve.h"
+#include "cli/serve/serve.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "request";

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/safetensors.h"
+#include "core/model/safetensors.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "safetensors";
