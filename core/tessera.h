@@ -303,6 +303,32 @@ int tessera_cpus(void);
  * it stands for). */
 size_t tessera_runtime_memory_budget(const tessera_runtime *runtime);
 
+/* What a runtime's calls did, summed over its calls since it was made (or
+ * last reset): for benchmarks and profilers (tessera bench's serial_pct= and
+ * pct_limit=; perf/README.md). Counting costs two clock reads per divided
+ * loop, on one thread. */
+typedef struct tessera_runtime_stats {
+    uint64_t calls;
+    double seconds;         /* in calls, on the runtime's leader thread */
+    /* Of those, the time the leader spent in work divided among the
+     * runtime's threads (the model's parallel loops, their barriers
+     * included). The rest does not shrink with more threads: measured with
+     * one thread, (seconds - divided_seconds) / seconds is the serial share
+     * s of Amdahl's law, and T threads take at best s + (1 - s) / T of the
+     * time. */
+    double divided_seconds;
+    double f32_flops;       /* float multiplies and adds of the linear layers on
+                               f32 and bf16 weights, and of attention */
+    double i8_ops;          /* multiplies and adds of the linear layers on int8 weights */
+    double bytes;           /* bytes the linear layers and attention must stream: the
+                               weights (once per layer call), keys and values, logits */
+} tessera_runtime_stats;
+
+/* Copies the runtime's counters into *stats and, when reset is non-zero,
+ * sets them to zero. Safe while calls run on the runtime (they are counted
+ * when they end). Errors: a NULL argument (TESSERA_ERR_INPUT). */
+int tessera_runtime_stats_get(tessera_runtime *runtime, tessera_runtime_stats *stats, int reset);
+
 /* ---- Process-wide defaults -------------------------------------------------
  *
  * The settings of the default runtime (the one behind tessera_translate and

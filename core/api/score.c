@@ -10,6 +10,7 @@
 #include "core/network/output_head.h"
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
+#include "core/runtime/work.h"
 #include "core/search/decode.h"
 #include "core/search/sources.h"
 
@@ -30,10 +31,12 @@ static void generator_logprobs(const tsr_exec *ex, const float *hidden, size_t r
     for (size_t r0 = 0; r0 < rows; r0 += GENERATOR_ROWS) {
         size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
         tsr_head_logits(ex, hidden + r0 * m->d, count, logits);
+        double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
         for (long j = 0; j < (long)count; j++)
             flat[r0 + (size_t)j] =
                 tsr_head_logprob(ex, logits + (size_t)j * V, targets[r0 + (size_t)j]);
+        tsr_work_end(ex, began);
     }
 }
 

@@ -16,6 +16,7 @@
 #include "core/network/embedding.h"
 #include "core/network/ops.h"
 #include "core/runtime/plan.h"
+#include "core/runtime/work.h"
 
 int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
                            tsr_cross_memory *cm, char *err, size_t err_len)
@@ -45,6 +46,7 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
         tsr_op_linear(ex, &m->dec[l].cross.kv, memory, d, src->rows, TSR_ACT_NONE, NULL, 0,
                       rows, 2 * d);
         /* One part: K or V of one head of one sentence. */
+        double began = tsr_work_begin(ex);
 #pragma omp for schedule(dynamic, 4)
         for (long p = 0; p < (long)n_parts; p++) {
             size_t s = (size_t)p / (2 * H), c = ((size_t)p % (2 * H)) * dh, n = src->len[s];
@@ -53,6 +55,7 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
             for (size_t j = 0; j < n; j++)
                 memcpy(to + j * dh, from + j * 2 * d, dh * sizeof(float));
         }
+        tsr_work_end(ex, began);
     }
     tsr_free(rows);
     return 0;
@@ -186,6 +189,7 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
     size_t d = m->d;
     float *qkv = dec->qkv.p;
     tsr_op_linear(dec->ex, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
+    double began = tsr_work_begin(dec->ex);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i];
@@ -199,6 +203,7 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
             .n_q = seqs[i].n_new, .n_k = past + seqs[i].n_new, .causal = 1, .q_pos = past,
         };
     }
+    tsr_work_end(dec->ex, began);
     tsr_op_attention(dec->ex, dec->jobs, n);
     tsr_op_linear(dec->ex, &w->out, dec->attn.p, d, rows, TSR_ACT_NONE, residual_out, d, residual_out, d);
 }
@@ -217,6 +222,7 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
     size_t d = m->d, layer = alignment_layer(m), work = 2 * dec->longest_source;
     size_t heads = m->cfg.alignment_heads ? (size_t)m->cfg.alignment_heads : m->n_heads;
     float scale = 1.0f / sqrtf((float)m->d_head);
+    double began = tsr_work_begin(dec->ex);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, s = seqs[i].sentence;
@@ -228,6 +234,7 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
                                                        m->d_head, scale,
                                                        dec->alignment_work.p + row * work);
     }
+    tsr_work_end(dec->ex, began);
 }
 
 static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq *seqs, size_t n,
@@ -239,6 +246,7 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
     size_t d = m->d;
     float *q = dec->qkv.p;
     tsr_op_linear(dec->ex, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
+    double began = tsr_work_begin(dec->ex);
 #pragma omp for schedule(static)
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
@@ -251,6 +259,7 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
             .causal = 0, .q_pos = 0,
         };
     }
+    tsr_work_end(dec->ex, began);
     tsr_op_attention(dec->ex, dec->jobs, n);
     if (dec->want_alignments && layer == alignment_layer(m))
         align_rows(dec, seqs, n, q);
@@ -298,12 +307,14 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
     /* One parallel region for the whole stack (see ops.h). */
 #pragma omp parallel num_threads(dec->ex->threads)
     {
+        double began = tsr_work_begin(dec->ex);
 #pragma omp for schedule(static)
         for (long li = 0; li < (long)n; li++) {
             size_t i = (size_t)li, row = dec->row0[i], pos = dec->cache.len[seqs[i].slot];
             tsr_embed_tokens(m, dec->ex->ks, TSR_TARGET, tokens + row, seqs[i].n_new, pos,
                              dec->x.p + row * d, d);
         }
+        tsr_work_end(dec->ex, began);
         if (m->dec_emb_norm.gamma)
             tsr_op_layernorm(dec->ex, &m->dec_emb_norm, dec->x.p, NULL, rows, dec->x.p);
         for (int l = 0; l < m->cfg.n_decoder_layers; l++)

@@ -10,6 +10,7 @@
 #include "core/network/embedding.h"
 #include "core/network/ops.h"
 #include "core/runtime/plan.h"
+#include "core/runtime/work.h"
 
 typedef struct encoder_work {
     float *h;       /* [rows][d]: normed input of a sublayer (pre-norm) or sublayer output */
@@ -86,10 +87,12 @@ int tsr_encode(const tsr_exec *ex, const tessera_tokens *src, const tsr_packing 
      * their work and meet at barriers, with no fork/join per op. */
 #pragma omp parallel num_threads(ex->threads)
     {
+        double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
         for (long s = 0; s < (long)p->n; s++)
             tsr_embed_tokens(m, ex->ks, TSR_SOURCE, src[s].ids, src[s].len, 0,
                              memory + p->row0[s] * d, d);
+        tsr_work_end(ex, began);
         if (m->enc_emb_norm.gamma)
             tsr_op_layernorm(ex, &m->enc_emb_norm, memory, NULL, rows, memory);
         for (int i = 0; i < m->cfg.n_encoder_layers; i++)

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/model/config.h"
+#include "core/runtime/work.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -42,6 +43,18 @@ static void linear_call(const tsr_exec *ex, const tsr_packed_linear *w, const fl
     ex->ks->linear(ex->ks, &a);
 }
 
+/* The arithmetic of a linear layer of w over `rows` rows and the bytes of
+ * its weights, which it streams once (tessera_runtime_stats). */
+static void count_linear(const tsr_exec *ex, const tsr_packed_linear *w, size_t rows)
+{
+    double products = 2.0 * (double)rows * (double)w->n * (double)w->k;
+    double weights = (double)w->n * (double)w->k;
+    if (w->type == TSR_WEIGHTS_INT8)
+        tsr_work_add(ex, 0.0, products, weights);
+    else
+        tsr_work_add(ex, products, 0.0, weights * (w->type == TSR_WEIGHTS_BF16 ? 2.0 : 4.0));
+}
+
 void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *x, size_t ldx,
                    size_t rows, tsr_activation act, const float *residual, size_t ldr, float *y,
                    size_t ldy)
@@ -50,7 +63,9 @@ void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *
     size_t units = (w->n + align - 1) / align;
     if (rows == 0)
         return;
+    count_linear(ex, w, rows);
     if ((rows <= SPLIT_COLUMNS_ROWS && units >= T) || T == 1) {
+        double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
         for (long t = 0; t < (long)T; t++) {
             size_t u0 = part_begin(units, T, (size_t)t), u1 = part_begin(units, T, (size_t)t + 1);
@@ -58,7 +73,9 @@ void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *
             if (u0 < u1)
                 linear_call(ex, w, x, ldx, rows, u0 * align, n_end, act, residual, ldr, y, ldy);
         }
+        tsr_work_end(ex, began);
     } else {
+        double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
         for (long t = 0; t < (long)T; t++) {
             size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
@@ -66,6 +83,7 @@ void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *
                 linear_call(ex, w, x + r0 * ldx, ldx, r1 - r0, 0, w->n, act,
                             residual ? residual + r0 * ldr : NULL, ldr, y + r0 * ldy, ldy);
         }
+        tsr_work_end(ex, began);
     }
 }
 
@@ -91,6 +109,9 @@ void tsr_op_ffn(const tsr_exec *ex, const tsr_packed_linear *w1, const tsr_packe
         tsr_op_linear(ex, w2, scratch, d_ff, rows, TSR_ACT_NONE, residual, d, y, d);
         return;
     }
+    count_linear(ex, w1, rows);
+    count_linear(ex, w2, rows);
+    double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
     for (long t = 0; t < (long)T; t++) {
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
@@ -106,6 +127,7 @@ void tsr_op_ffn(const tsr_exec *ex, const tsr_packed_linear *w1, const tsr_packe
         if (r0 < r1)
             ex->ks->ffn(ex->ks, &a);
     }
+    tsr_work_end(ex, began);
 }
 
 void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const float *delta,
@@ -113,6 +135,7 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
 {
     const tessera_model *m = ex->m;
     size_t T = team_size(), d = m->d;
+    double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
     for (long t = 0; t < (long)T; t++) {
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
@@ -121,6 +144,7 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
                                       norm->gamma, norm->beta, tsr_layernorm_of(&m->cfg),
                                       out + r0 * d, d);
     }
+    tsr_work_end(ex, began);
 }
 
 void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t n_jobs)
@@ -128,6 +152,21 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
     size_t H = ex->m->n_heads, dh = ex->m->d_head;
     float scale = 1.0f / sqrtf((float)dh);
     long total = (long)(n_jobs * H);
+    if (tsr_work_counted(ex)) {
+        /* Each (query, visible key) pair of a head: a dot product and a
+         * weighted add of d_head each; each head reads its keys and values. */
+        double pairs = 0.0, keys = 0.0;
+        for (size_t i = 0; i < n_jobs; i++) {
+            const tsr_attention_job *j = &jobs[i];
+            keys += (double)j->n_k;
+            for (size_t q = 0; q < j->n_q; q++) {
+                size_t visible = j->causal && j->q_pos + q + 1 < j->n_k ? j->q_pos + q + 1 : j->n_k;
+                pairs += (double)visible;
+            }
+        }
+        tsr_work_add(ex, 4.0 * (double)(dh * H) * pairs, 0.0, 2.0 * 4.0 * (double)(dh * H) * keys);
+    }
+    double began = tsr_work_begin(ex);
 #pragma omp for schedule(dynamic, 1)
     for (long t = 0; t < total; t++) {
         const tsr_attention_job *j = &jobs[(size_t)t / H];
@@ -141,4 +180,5 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
         };
         ex->ks->attention(&a);
     }
+    tsr_work_end(ex, began);
 }

@@ -5,6 +5,7 @@
 
 #include "core/model/model.h"
 #include "core/network/ops.h"
+#include "core/runtime/work.h"
 
 static size_t vocab(const tsr_exec *ex) { return (size_t)ex->m->cfg.tgt_vocab_size; }
 
@@ -39,6 +40,7 @@ void tsr_head_logits(const tsr_exec *ex, const float *hidden, size_t rows, float
 {
     const tessera_model *m = ex->m;
     tsr_op_linear(ex, &m->generator, hidden, m->d, rows, TSR_ACT_NONE, NULL, 0, logits, vocab(ex));
+    tsr_work_add(ex, 0.0, 0.0, 4.0 * (double)rows * (double)vocab(ex)); /* the logits written */
 }
 
 void tsr_head_log_softmax(const tsr_exec *ex, float *row, long choosing_len)

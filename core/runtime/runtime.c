@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/errors.h"
@@ -68,6 +69,7 @@ struct tessera_runtime {
     int *copy_of_thread;      /* [K], rewritten per call for the call's model */
     tsr_gemm_blocks blocks;
     size_t max_memory;        /* the memory budget of each call */
+    tessera_runtime_stats stats; /* its calls' work, guarded by `lock` */
 
     pthread_mutex_t call_lock; /* one call at a time */
     pthread_mutex_t lock;      /* guards the hand-over below */
@@ -130,6 +132,13 @@ void tsr_runtime_exec(const tessera_runtime *rt, const tessera_model *m, tsr_ker
                      .copy_of_thread = rt->copy_of_thread, .memory_budget = rt->max_memory};
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* The call's context: the model's kernel table with this runtime's GEMM
  * blocking, and the weight copy on each thread's node. */
 static int execute(tessera_runtime *rt, call *c)
@@ -140,7 +149,32 @@ static int execute(tessera_runtime *rt, call *c)
     for (int t = 0; t < rt->threads; t++)
         rt->copy_of_thread[t] = tsr_model_copy_for_node(c->m, rt->plan.threads[rt->first + t].node);
     tsr_runtime_exec(rt, c->m, &table, &gemm, &ex);
-    return c->fn(&ex, c->arg, c->err, c->err_len);
+    tsr_work work = {0};
+    ex.work = &work;
+    double began = seconds_now();
+    int rc = c->fn(&ex, c->arg, c->err, c->err_len);
+    double seconds = seconds_now() - began;
+    pthread_mutex_lock(&rt->lock);
+    rt->stats.calls++;
+    rt->stats.seconds += seconds;
+    rt->stats.divided_seconds += work.divided_seconds;
+    rt->stats.f32_flops += work.f32_flops;
+    rt->stats.i8_ops += work.i8_ops;
+    rt->stats.bytes += work.bytes;
+    pthread_mutex_unlock(&rt->lock);
+    return rc;
+}
+
+int tessera_runtime_stats_get(tessera_runtime *rt, tessera_runtime_stats *stats, int reset)
+{
+    if (!rt || !stats)
+        return TESSERA_ERR_INPUT;
+    pthread_mutex_lock(&rt->lock);
+    *stats = rt->stats;
+    if (reset)
+        memset(&rt->stats, 0, sizeof rt->stats);
+    pthread_mutex_unlock(&rt->lock);
+    return 0;
 }
 
 static void *leader_main(void *arg)

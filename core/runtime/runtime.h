@@ -30,14 +30,23 @@
 #include "threads/placement.h"
 #include "threads/topology.h"
 
+/* A call's counters (the brackets that fill them: core/runtime/work.h). */
+typedef struct tsr_work {
+    double divided_seconds; /* thread 0's time inside divided work */
+    double f32_flops;       /* multiplies and adds on float32 (and bf16) weights, attention */
+    double i8_ops;          /* multiplies and adds on int8 weights */
+    double bytes;           /* weights, keys and values read; logits written */
+} tsr_work;
+
 /* What one call on one model uses of its runtime. Built by the runtime for
- * the call, read-only during it. */
+ * the call, read-only during it (but for the counters `work` points to). */
 typedef struct tsr_exec {
     const tessera_model *m;
     const tsr_kernels *ks;     /* the model's kernel set, with the runtime's GEMM blocking */
     int threads;               /* the team size of every parallel region */
     const int *copy_of_thread; /* [threads]: the weight copy (model->replicas) each reads */
     size_t memory_budget;      /* bytes the call may plan to hold (core/runtime/batching.h) */
+    tsr_work *work;            /* the call's counters, or NULL */
 } tsr_exec;
 
 /* A call run on the runtime's leader thread: returns 0 or a tessera_status

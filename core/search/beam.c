@@ -27,6 +27,7 @@
 #include "base/memory.h"
 #include "core/network/output_head.h"
 #include "core/runtime/plan.h"
+#include "core/runtime/work.h"
 #include "core/search/decode.h"
 #include "core/search/decode_rules.h"
 
@@ -306,6 +307,7 @@ static int step(search *b, char *err, size_t err_len)
 #pragma omp parallel num_threads(b->ex->threads)
     {
         tsr_head_logits(b->ex, hidden, rows, b->logits.p);
+        double began = tsr_work_begin(b->ex);
 #pragma omp for schedule(static)
         for (long lr = 0; lr < (long)rows; lr++) {
             size_t r = (size_t)lr, keep = 2 * b->N, si = b->seqs[r].sentence;
@@ -326,6 +328,7 @@ static int step(search *b, char *err, size_t err_len)
             b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
         }
+        tsr_work_end(b->ex, began);
     }
     size_t row = 0;
     for (size_t si = 0; si < b->n; si++) {

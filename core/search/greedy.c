@@ -10,6 +10,7 @@
 #include "base/memory.h"
 #include "core/network/output_head.h"
 #include "core/runtime/plan.h"
+#include "core/runtime/work.h"
 #include "core/search/decode.h"
 #include "core/search/decode_rules.h"
 #include "core/search/sampling.h"
@@ -94,17 +95,21 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
         {
             tsr_head_logits(ex, hidden, active, logits->p);
             if (g->plain) {
+                double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
                 for (long li = 0; li < (long)active; li++)
                     g->next[li] = tsr_head_best(ex, logits->p + (size_t)li * V,
                                                 g->len[g->seqs[li].sentence],
                                                 &g->step_logprob[li]);
+                tsr_work_end(ex, began);
             } else {
+                double began = tsr_work_begin(ex);
 #pragma omp for schedule(static)
                 for (long li = 0; li < (long)active; li++)
                     g->next[li] = choose(ex, g, limit, V, g->seqs[li].sentence,
                                          logits->p + (size_t)li * V, &g->step_logprob[li],
                                          g->scratch ? g->scratch + (size_t)li * V : NULL);
+                tsr_work_end(ex, began);
             }
         }
         size_t kept = 0;
