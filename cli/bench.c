@@ -60,6 +60,15 @@ static void usage(FILE *f)
             "counted; beam4: the best hypotheses), over which tok_per_s is computed.\n"
             "Lines name the model as config=base, config=big, or config=NAME, the last\n"
             "component of the model's directory.\n"
+            "Each line ends with the case's work per run: f32_flops= (multiplies and adds\n"
+            "of linear layers on f32 or bf16 weights, and of attention), i8_ops= (of linear\n"
+            "layers on int8 weights), bytes= (what must stream at the least: each layer's\n"
+            "weights once per application, keys and values, logits); work=modeled when it\n"
+            "is computed from the configuration (built-in ones), work=counted when the\n"
+            "library counted it as it ran (--model, text). serial_pct= is the share of the\n"
+            "time the runtime's leader spent outside work divided among the threads: run\n"
+            "with --threads 1, T threads take at best serial + (100 - serial) / T percent\n"
+            "of the time (perf/README.md).\n"
             "\n"
             "Options:\n"
             "  --config base|big|all   built-in configurations to run (default base)\n");
@@ -216,6 +225,40 @@ static double median_of(double *ms, int n)
     return ms[n / 2];
 }
 
+static void add_stats(tessera_runtime_stats *sum, const tessera_runtime_stats *one)
+{
+    sum->calls += one->calls;
+    sum->seconds += one->seconds;
+    sum->divided_seconds += one->divided_seconds;
+    sum->f32_flops += one->f32_flops;
+    sum->i8_ops += one->i8_ops;
+    sum->bytes += one->bytes;
+}
+
+/* The line's work: modeled from the configuration when every sentence is
+ * known to run its full length (the built-in configurations, ids), else as
+ * the library counted it (a real model stops at EOS; text is tokenized to
+ * lengths of its own); per run. Then the serial share: the time the
+ * runtime's leader spent outside work divided among its threads. */
+static void print_work(const tessera_model *m, const bench_case *bc, const bench_options *o, int n,
+                       int real, const tessera_runtime_stats *runs, int repeat)
+{
+    cli_bench_work w = {runs->f32_flops / repeat, runs->i8_ops / repeat, runs->bytes / repeat};
+    int modeled = !real && !bc->text;
+    if (modeled) {
+        cli_bench_shape shape = {
+            .kind = bc->score ? CLI_BENCH_SCORE
+                    : bc->encode || bc->encoder_only ? CLI_BENCH_ENCODE : CLI_BENCH_DECODE,
+            .sentences = n, .src_len = o->src_len, .tgt_len = o->tgt_len, .beam = bc->beam,
+        };
+        cli_bench_work_of(tessera_model_config(m), tessera_model_compute_type(m), &shape, &w);
+    }
+    printf(" work=%s f32_flops=%.4g i8_ops=%.4g bytes=%.4g serial_pct=%.2f\n",
+           modeled ? "modeled" : "counted", w.f32_flops, w.i8_ops, w.bytes,
+           runs->seconds > 0 ? 100.0 * (runs->seconds - runs->divided_seconds) / runs->seconds
+                             : 0.0);
+}
+
 /* Runs and reports one case. `real`: a model from files, which may stop at
  * EOS before --tgt-len, so its line says how many target tokens it produced. */
 static int run_case(tessera_runtime *rt, const tessera_model *m, const char *label, int real,
@@ -246,10 +289,18 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
      * its translate counterpart, so both see the same machine). */
     failed = run_once(rt, m, bc, o, src, tgt, texts, n, &produced, &enc_ms[0]) < 0 ||
              (bc->encoder_only && run_encoder(rt, m, src) < 0);
+    /* The counters of the runs the line reports: the encoder case's are its
+     * encoder-alone runs, every other case's its own. */
+    tessera_runtime_stats runs = {0}, one;
+    tessera_runtime_stats_get(rt, &one, 1);
     for (int r = 0; !failed && r < o->repeat; r++) {
         failed = (ms[r] = run_once(rt, m, bc, o, src, tgt, texts, n, &produced, &enc_ms[r])) < 0;
-        if (!failed && bc->encoder_only)
+        tessera_runtime_stats_get(rt, &one, 1);
+        if (!failed && bc->encoder_only) {
             failed = (enc_ms[r] = run_encoder(rt, m, src)) < 0;
+            tessera_runtime_stats_get(rt, &one, 1);
+        }
+        add_stats(&runs, &one);
     }
     cli_bench_texts_free(texts, n);
     if (!failed) {
@@ -260,21 +311,22 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
                tessera_runtime_threads(rt), n,
                o->src_len);
         if (bc->encoder_only)
-            printf(" median_ms=%.3f with_cross_kv_ms=%.3f\n", median_of(enc_ms, o->repeat),
+            printf(" median_ms=%.3f with_cross_kv_ms=%.3f", median_of(enc_ms, o->repeat),
                    median);
         else if (bc->text)
-            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f text_ms=%.3f text_pct=%.2f\n",
+            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f text_ms=%.3f text_pct=%.2f",
                    o->tgt_len, produced, median, median_of(enc_ms, o->repeat),
                    100.0 * median_of(enc_ms, o->repeat) / median);
         else if (bc->encode)
-            printf(" median_ms=%.3f src_tok_per_s=%.1f\n", median,
+            printf(" median_ms=%.3f src_tok_per_s=%.1f", median,
                    (double)produced / (median / 1e3));
         else if (real)
-            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f tok_per_s=%.1f\n", o->tgt_len,
+            printf(" tgt_len=%d tgt_tokens=%ld median_ms=%.3f tok_per_s=%.1f", o->tgt_len,
                    produced, median, (double)produced / (median / 1e3));
         else
-            printf(" tgt_len=%d median_ms=%.3f tok_per_s=%.1f\n", o->tgt_len, median,
+            printf(" tgt_len=%d median_ms=%.3f tok_per_s=%.1f", o->tgt_len, median,
                    (double)n * o->tgt_len / (median / 1e3));
+        print_work(m, bc, o, n, real, &runs, o->repeat);
     }
     free(ms);
     free(enc_ms);

@@ -33,4 +33,25 @@ void cli_bench_texts_free(char **texts, int n);
 double cli_bench_text_once(tessera_runtime *rt, const tessera_model *m, char *const *texts, int n,
                            int tgt_len, double *text_ms, long *produced);
 
+/* The work a case must do, modeled (cli/bench_work.c): float multiplies and
+ * adds (linear layers on f32 or bf16 weights, attention), int8 ones (linear
+ * layers on int8 weights), and the bytes that must stream at the least. */
+typedef struct cli_bench_work {
+    double f32_flops, i8_ops, bytes;
+} cli_bench_work;
+
+typedef enum cli_bench_kind {
+    CLI_BENCH_DECODE, /* translate: encoder, cross memory, tgt_len decoding steps */
+    CLI_BENCH_SCORE,  /* score: encoder, cross memory, one teacher-forced pass */
+    CLI_BENCH_ENCODE, /* the encoder alone */
+} cli_bench_kind;
+
+typedef struct cli_bench_shape {
+    cli_bench_kind kind;
+    int sentences, src_len, tgt_len, beam;
+} cli_bench_shape;
+
+void cli_bench_work_of(const tessera_config *c, tessera_compute_type type,
+                       const cli_bench_shape *s, cli_bench_work *w);
+
 #endif
