@@ -419,13 +419,18 @@ typedef struct tessera_translate_options {
      * (ids NULL, len 0, score 0) and is not decoded (what an empty line of
      * text becomes). 0 (default): an empty source is an error. */
     int allow_empty;
+    /* NULL (default), or one stream per sentence: sentence i then samples
+     * from (seed, stream_index[i]) instead of first_sentence_index + i, for
+     * a caller that decodes sentences of different inputs together (the
+     * server's batches). */
+    const uint64_t *stream_index;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
  * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
- * sources refused. */
+ * sources refused, stream_index NULL. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* Checks every rule of the decoding options that does not depend on the

@@ -567,6 +567,25 @@ Test(api, sampling_streams_follow_the_sentence_index)
                  in->n);
     cr_expect_gt(changed_by_seed, in->n / 2, "another seed changed %zu of %zu", changed_by_seed,
                  in->n);
+    /* stream_index: each sentence samples from the stream given for it,
+     * whatever its place in the call (the server's batches). */
+    uint64_t streams[64];
+    cr_assert_leq(in->n, 64);
+    for (size_t i = 0; i < in->n; i++)
+        streams[i] = 1000 + (in->n - 1 - i);
+    tessera_translate_options given = o;
+    given.stream_index = streams;
+    tessera_hypothesis *by_stream;
+    cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &given, &by_stream, err, sizeof err),
+                 0, "%s", err);
+    for (size_t i = 0; i < in->n; i++) {
+        tessera_hypothesis *one = translate_one(rt, m, &in->src[i], &o, streams[i], 42);
+        cr_expect(same_ids(one, &by_stream[i]) && one->score == by_stream[i].score,
+                  "sentence %zu with stream_index %llu differs from it alone", i + 1,
+                  (unsigned long long)streams[i]);
+        tessera_hypotheses_free(one, 1);
+    }
+    tessera_hypotheses_free(by_stream, in->n);
     tessera_hypotheses_free(all, in->n);
     free(in);
     tessera_runtime_free(rt);
