@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/tessera.h"
 #include "tests/http_client.h"
 #include "tests/testutil.h"
 
@@ -49,4 +50,15 @@ const char *serve_error_message(json_t *root)
 {
     json_t *e = json_object_get(root, "error");
     return json_string_value(json_object_get(e, "message"));
+}
+
+int serve_reads_text(const char *dir)
+{
+    tessera_model *m;
+    char err[512], path[4096];
+    snprintf(path, sizeof path, "%s/%s", test_srcdir(), dir);
+    cr_assert_eq(tessera_model_load(path, &m, err, sizeof err), 0, "%s", err);
+    int has_text = tessera_model_has_tokenizer(m, TESSERA_SOURCE);
+    tessera_model_free(m);
+    return has_text;
 }

@@ -18,6 +18,10 @@ typedef struct server {
  * ephemeral port, and waits until it is ready; the test fails otherwise. */
 void serve_start(server *s, const char *dir, const char *const *extra);
 
+/* Whether this build's server reads text for model directory `dir`
+ * (relative to the source tree): it has SentencePiece, the model tokenizers. */
+int serve_reads_text(const char *dir);
+
 /* SIGTERM; the server must exit 0 after saying it stopped. */
 void serve_stop(server *s);
 

@@ -44,18 +44,12 @@ static long metric(const char *text, const char *name)
  * be read refused naming it. */
 Test(serve, text_round_trip, .timeout = 120)
 {
-    tessera_model *shipped;
-    char err[512], dir[4096];
-    snprintf(dir, sizeof dir, "%s/models/numbers-en-de", test_srcdir());
-    cr_assert_eq(tessera_model_load(dir, &shipped, err, sizeof err), 0, "%s", err);
-    int has_text = tessera_model_has_tokenizer(shipped, TESSERA_SOURCE);
-    tessera_model_free(shipped);
-    if (!has_text)
+    if (!serve_reads_text(MODEL_DIR))
         cr_skip_test("this build has no SentencePiece: the server reads no text");
     server s;
     start(&s, NULL);
     http_reply r = serve_call(&s, "POST", "/v1/translate",
-                        "{\"text\": [\"twenty one\", \"zero\"], \"beam\": 4, \"n_best\": 2}");
+                              "{\"text\": [\"twenty one\", \"zero\"], \"beam\": 4, \"n_best\": 2}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     json_t *t = json_loads(r.body ? r.body : "", 0, NULL);
     json_t *list = json_object_get(t, "translations");
@@ -70,10 +64,11 @@ Test(serve, text_round_trip, .timeout = 120)
     http_reply_free(&r);
 
     /* "twenty one" is ids 31 18, "ein und zwanzig" 10 28 33 (tokenize --ids). */
-    http_reply text = serve_call(&s, "POST", "/v1/score",
-                           "{\"text\": [\"twenty one\"], \"target_text\": [\"ein und zwanzig\"]}");
+    http_reply text =
+        serve_call(&s, "POST", "/v1/score",
+                   "{\"text\": [\"twenty one\"], \"target_text\": [\"ein und zwanzig\"]}");
     http_reply ids = serve_call(&s, "POST", "/v1/score",
-                          "{\"source\": [[31, 18]], \"target\": [[10, 28, 33]]}");
+                                "{\"source\": [[31, 18]], \"target\": [[10, 28, 33]]}");
     cr_expect_eq(text.status, 200, "%s", text.body);
     cr_expect_str_eq(text.body ? text.body : "", ids.body ? ids.body : "(none)");
     http_reply_free(&text);
