@@ -44,6 +44,9 @@ static const option_case cases[] = {
     {"\"beam\": 4, \"n_best\": 2, \"length_penalty\": 0.6, \"return_alignments\": true",
      "--beam 4 --n-best 2 --length-penalty 0.6 --alignments"},
     {"\"target_prefix\": [[10], [12, 13], [], [28]]", "--prefix"},
+    /* The defaults: batched with the prefixed request, its sentences
+     * without a prefix. */
+    {"\"max_len\": 256", "--max-len 256"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
