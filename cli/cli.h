@@ -54,7 +54,6 @@ typedef struct cli_options {
     tessera_translate_options translate;
     int n_best_given;
     int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */
-    const char *sampling_shape_given;  /* the flag, when --sampling-topp or -temperature was */
     tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
     const char *pool;   /* encode --pool: none, mean, first (default none) */
     const char *format; /* encode --format: text, binary (default text) */
@@ -69,6 +68,16 @@ int cli_parse_float(const char *flag, const char *text, double lo, double hi, fl
  * after printing --help (exit 0), 1 after printing an error. */
 int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowed, cli_options *o,
                       void (*usage)(FILE *));
+
+/* A message of tessera_translate_options_check (or of the target prefix
+ * check) into out, each option it names as the command's flag: "min_len"
+ * becomes "--min-len". Always NUL-terminates out (size > 0). */
+void cli_flag_names(const char *msg, char *out, size_t size);
+
+/* tessera_translate_options_check of t (cfg NULL: the rules of any model);
+ * 0, or 1 after printing "CMD: MESSAGE" with the command's flag names. */
+int cli_check_decoding(const char *cmd, const tessera_config *cfg,
+                       const tessera_translate_options *t);
 
 /* Parses a --compute-type value; prints the error itself. */
 int cli_parse_compute_type(const char *text, tessera_compute_type *out);

@@ -1,4 +1,5 @@
 /* Errors, flag values, and opening the model: what every subcommand shares. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -442,8 +443,8 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     tessera_translate_options *t = &o->translate;
     switch (opt) {
     case OPT_MODEL: o->model_dir = arg; return 0;
-    case OPT_BEAM: return cli_parse_int("--beam", arg, 1, 1024, &t->beam);
-    case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, 0, 1 << 20, &t->max_len);
+    case OPT_BEAM: return cli_parse_int("--beam", arg, INT_MIN, INT_MAX, &t->beam);
+    case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, INT_MIN, INT_MAX, &t->max_len);
     case OPT_THREADS: return cli_parse_int("--threads", arg, 1, 4096, &o->threads);
     case OPT_WORKERS: return cli_parse_int("--workers", arg, 1, 256, &o->workers);
     case OPT_BATCH:
@@ -465,8 +466,10 @@ static int apply_option(int opt, const char *arg, cli_options *o)
         return 0;
     }
     case OPT_LENGTH_PENALTY:
-        return cli_parse_float("--length-penalty", arg, 0.0, 100.0, &t->length_penalty);
-    case OPT_N_BEST: o->n_best_given = 1; return cli_parse_int("--n-best", arg, 1, 1024, &t->n_best);
+        return cli_parse_float("--length-penalty", arg, -HUGE_VAL, HUGE_VAL, &t->length_penalty);
+    case OPT_N_BEST:
+        o->n_best_given = 1;
+        return cli_parse_int("--n-best", arg, INT_MIN, INT_MAX, &t->n_best);
     case OPT_NUMA: o->numa = arg; return 0;
     case OPT_SMT: o->smt = 1; return 0;
     case OPT_COMPUTE_TYPE: return cli_parse_compute_type(arg, &o->compute_type);
@@ -481,29 +484,22 @@ static int apply_option(int opt, const char *arg, cli_options *o)
         o->format = arg;
         return 0;
     case OPT_SAMPLING_TOPK:
-        return cli_parse_int("--sampling-topk", arg, 0, TESSERA_SAMPLING_TOPK_MAX,
-                             &t->sampling_topk);
+        return cli_parse_int("--sampling-topk", arg, INT_MIN, INT_MAX, &t->sampling_topk);
     case OPT_SAMPLING_TOPP:
-        o->sampling_shape_given = "--sampling-topp";
-        if (cli_parse_float("--sampling-topp", arg, 0.0, 1.0, &t->sampling_topp) != 0)
-            return 1;
-        if (t->sampling_topp == 0.0f)
-            return cli_error("--sampling-topp: %s is out of range (0, 1]", arg);
-        return 0;
+        return cli_parse_float("--sampling-topp", arg, -HUGE_VAL, HUGE_VAL, &t->sampling_topp);
     case OPT_SAMPLING_TEMPERATURE:
-        o->sampling_shape_given = "--sampling-temperature";
-        return cli_parse_float("--sampling-temperature", arg, 0.001, 100.0,
+        return cli_parse_float("--sampling-temperature", arg, -HUGE_VAL, HUGE_VAL,
                                &t->sampling_temperature);
     case OPT_SEED: return parse_seed(arg, &t->seed);
     case OPT_PREFIX: o->prefix = 1; return 0;
-    case OPT_MIN_LEN: return cli_parse_int("--min-len", arg, 0, 1 << 20, &t->min_len);
+    case OPT_MIN_LEN: return cli_parse_int("--min-len", arg, INT_MIN, INT_MAX, &t->min_len);
     case OPT_NO_REPEAT_NGRAM:
-        return cli_parse_int("--no-repeat-ngram", arg, 0, TESSERA_NO_REPEAT_NGRAM_MAX,
-                             &t->no_repeat_ngram);
+        return cli_parse_int("--no-repeat-ngram", arg, INT_MIN, INT_MAX, &t->no_repeat_ngram);
     case OPT_REPETITION_PENALTY:
-        return cli_parse_float("--repetition-penalty", arg, 0.01, 100.0, &t->repetition_penalty);
+        return cli_parse_float("--repetition-penalty", arg, -HUGE_VAL, HUGE_VAL,
+                               &t->repetition_penalty);
     case OPT_DISABLE_UNK: t->disable_unk = 1; return 0;
-    case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, 0, INT32_MAX, &t->end_token);
+    case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, INT_MIN, INT_MAX, &t->end_token);
     case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
     default: return 1;
     }
@@ -560,17 +556,55 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
         o->batch = CLI_BATCH_MAX;
     if (!o->model_dir)
         return cli_error("%s: -m DIR|NAME is required (try 'tessera %s --help')", cmd, cmd);
-    const tessera_translate_options *t = &o->translate;
-    if (t->n_best > t->beam)
-        return cli_error("%s: --n-best %d is larger than --beam %d", cmd, t->n_best, t->beam);
-    if (t->min_len > t->max_len)
-        return cli_error("%s: --min-len %d is larger than --max-len %d", cmd, t->min_len,
-                         t->max_len);
-    if (t->sampling_topk == 1 && o->sampling_shape_given)
-        return cli_error("%s: %s needs --sampling-topk 0 or K > 1 (K 1 is greedy decoding)", cmd,
-                         o->sampling_shape_given);
-    if (t->sampling_topk != 1 && t->beam != 1)
-        return cli_error("%s: sampling (--sampling-topk %d) needs --beam 1, not %d", cmd,
-                         t->sampling_topk, t->beam);
+    return cli_check_decoding(cmd, NULL, &o->translate);
+}
+
+/* The decoding options as tessera_translate_options_check names them, each
+ * the flag of the same name with dashes (tessera.h: they are whole words,
+ * and no other word of its messages is one). */
+static const char *const decoding_options[] = {
+    "beam", "max_len", "n_best", "batch", "batch_tokens", "length_penalty", "sampling_topk",
+    "sampling_topp", "sampling_temperature", "min_len", "no_repeat_ngram", "repetition_penalty",
+    "end_token", NULL,
+};
+
+static int is_decoding_option(const char *word, size_t len)
+{
+    for (size_t i = 0; decoding_options[i]; i++)
+        if (strlen(decoding_options[i]) == len && strncmp(decoding_options[i], word, len) == 0)
+            return 1;
     return 0;
+}
+
+void cli_flag_names(const char *msg, char *out, size_t size)
+{
+    size_t at = 0;
+    for (const char *p = msg; *p && at + 3 < size;) {
+        /* p starts a run of [a-z_] (the one before it was taken whole) or
+         * another character. */
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+        int word = len > 0 && (p == msg || !isalnum((unsigned char)p[-1])) &&
+                   !isalnum((unsigned char)p[len]);
+        if (word && is_decoding_option(p, len)) {
+            out[at++] = '-';
+            out[at++] = '-';
+            for (size_t i = 0; i < len && at + 1 < size; i++)
+                out[at++] = p[i] == '_' ? '-' : p[i];
+        } else {
+            for (size_t i = 0; i < (len ? len : 1) && at + 1 < size; i++)
+                out[at++] = p[i];
+        }
+        p += len ? len : 1;
+    }
+    out[at] = '\0';
+}
+
+int cli_check_decoding(const char *cmd, const tessera_config *cfg,
+                       const tessera_translate_options *t)
+{
+    char err[512], named[1024];
+    if (tessera_translate_options_check(cfg, t, err, sizeof err) == 0)
+        return 0;
+    cli_flag_names(err, named, sizeof named);
+    return cli_error("%s: %s", cmd, named);
 }

@@ -19,14 +19,16 @@ static void usage(FILE *f)
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
     fprintf(f,
-            "  --beam N                beam size, 1..1024; 1 (the default) is greedy decoding\n"
-            "  --max-len N             at most N target tokens, 0..1048576 (default 256; also\n"
+            "  --beam N                beam size, 1..%d; 1 (the default) is greedy decoding\n"
+            "  --max-len N             at most N target tokens, 0..%d (default 256; also\n"
             "                          capped so that BOS + output fits max_positions)\n"
-            "  --length-penalty A      beam: rank hypotheses by log-prob / length^A (default 0)\n"
+            "  --length-penalty A      beam: rank hypotheses by log-prob / length^A, A in\n"
+            "                          [0, %g] (default 0)\n"
             "  --n-best K              beam: write the K best hypotheses (1..--beam), each as\n"
             "                          'IDS<TAB>SCORE', tab separated, best first\n"
             "  --batch N               decode up to N sentences together, 1..65536 (default\n"
-            "                          1; the output is identical whatever N)\n");
+            "                          1; the output is identical whatever N)\n",
+            TESSERA_BEAM_MAX, TESSERA_MAX_LEN_MAX, (double)TESSERA_LENGTH_PENALTY_MAX);
     cli_usage_batching(f, "sentences");
     fprintf(f,
             "\n"
@@ -36,7 +38,7 @@ static void usage(FILE *f)
             "  --sampling-topp P       sample only from the most likely tokens whose\n"
             "                          probabilities sum to P, in (0, 1] (default 1)\n"
             "  --sampling-temperature T  divide the log-probabilities by T before sampling,\n"
-            "                          in [0.001, 100] (default 1)\n"
+            "                          in [%g, %g] (default 1)\n"
             "  --seed S                the random seed, 0..2^64-1 (default 0); line i draws\n"
             "                          from its own stream, so the output is the same for\n"
             "                          any --batch, --threads or --workers\n"
@@ -47,7 +49,7 @@ static void usage(FILE *f)
             "                          0..max-len (default 0)\n"
             "  --no-repeat-ngram N     never produce an N-gram twice, 0..%d (0: off)\n"
             "  --repetition-penalty R  make every token already produced less likely (CTRL:\n"
-            "                          logit/R if positive, logit*R if negative), [0.01, 100]\n"
+            "                          logit/R if positive, logit*R if negative), [%g, %g]\n"
             "                          (default 1: off)\n"
             "  --disable-unk           never produce the model's unk_id\n"
             "  --end-token ID          target id that also ends a hypothesis, as EOS does\n"
@@ -59,7 +61,9 @@ static void usage(FILE *f)
             "                          position J attended to most in the last decoder layer's\n"
             "                          cross-attention, averaged over the heads (positions\n"
             "                          of tokens: pieces, for text)\n",
-            TESSERA_NO_REPEAT_NGRAM_MAX);
+            (double)TESSERA_SAMPLING_TEMPERATURE_MIN, (double)TESSERA_SAMPLING_TEMPERATURE_MAX,
+            TESSERA_NO_REPEAT_NGRAM_MAX, (double)TESSERA_REPETITION_PENALTY_MIN,
+            (double)TESSERA_REPETITION_PENALTY_MAX);
     cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
@@ -100,31 +104,20 @@ static void slot_free(void *ctx, void *state, size_t cap)
     tessera_hypotheses_free(s->h, s->n_h);
 }
 
-/* A target prefix: target ids (or tokens), no ending token, within the
- * target length limit; checked here so that the error names its line. */
+/* A target prefix in the model's form, checked as the library will
+ * (tessera_target_prefix_check) so that the error names its line. */
 static int parse_prefix(const command *c, const char *text, size_t len, cli_ids *ids,
                         tessera_tokens *out, char *err, size_t err_len)
 {
-    const tessera_config *cfg = c->cm->cfg;
-    const tessera_translate_options *t = &c->o->translate;
-    if (cli_parse_side(c->cm, TESSERA_TARGET, text, len, ids, err, err_len) != 0) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", err);
-        return cli_fail(err, err_len, "target prefix: %s", why);
+    char why[512], named[1024];
+    *out = (tessera_tokens){NULL, 0};
+    if (cli_parse_side(c->cm, TESSERA_TARGET, text, len, ids, why, sizeof why) == 0) {
+        *out = (tessera_tokens){ids->ids, ids->len};
+        if (tessera_target_prefix_check(c->cm->cfg, &c->o->translate, out, why, sizeof why) == 0)
+            return 0;
     }
-    size_t limit = (size_t)cfg->max_positions - 1;
-    if ((size_t)t->max_len < limit)
-        limit = (size_t)t->max_len;
-    if (ids->len > limit)
-        return cli_fail(err, err_len,
-                        "target prefix of %zu tokens, more than the %zu target tokens allowed "
-                        "(--max-len, the model's max_positions - 1)", ids->len, limit);
-    for (size_t i = 0; i < ids->len; i++)
-        if (ids->ids[i] == cfg->eos_id || ids->ids[i] == t->end_token)
-            return cli_fail(err, err_len, "target prefix holds the ending token %d (%s)",
-                            (int)ids->ids[i], ids->ids[i] == cfg->eos_id ? "eos_id" : "--end-token");
-    *out = (tessera_tokens){ids->ids, ids->len};
-    return 0;
+    cli_flag_names(why, named, sizeof named);
+    return cli_fail(err, err_len, "target prefix: %s", named);
 }
 
 /* A source of `tokens` tokens, decoded alone, within the memory budget. */
@@ -233,11 +226,9 @@ int cli_translate(int argc, char **argv)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "translate") != 0)
         return 1;
-    if (o.translate.end_token >= cm.cfg->tgt_vocab_size) {
-        rc = cli_error("translate: --end-token %d is out of range [0, %d) (the model's "
-                       "tgt_vocab_size)", o.translate.end_token, cm.cfg->tgt_vocab_size);
+    if (cli_check_decoding("translate", cm.cfg, &o.translate) != 0) {
         cli_model_close(&cm);
-        return rc;
+        return 1;
     }
     command c = {&o, &cm, {0}};
     rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, (size_t)o.batch_tokens,

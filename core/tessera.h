@@ -362,9 +362,18 @@ typedef struct tessera_tokens {
     size_t len;
 } tessera_tokens;
 
-/* Largest sampling_topk and no_repeat_ngram accepted. */
+/* The bounds of the decoding options (tessera_translate_options_check says
+ * which rule uses which): the command's --help and the server's API
+ * (cli/serve/api.md) quote these. */
+#define TESSERA_BEAM_MAX 1024
+#define TESSERA_MAX_LEN_MAX (1 << 20)
+#define TESSERA_LENGTH_PENALTY_MAX 100.0f
 #define TESSERA_SAMPLING_TOPK_MAX (1 << 20)
+#define TESSERA_SAMPLING_TEMPERATURE_MIN 0.001f
+#define TESSERA_SAMPLING_TEMPERATURE_MAX 100.0f
 #define TESSERA_NO_REPEAT_NGRAM_MAX 1024
+#define TESSERA_REPETITION_PENALTY_MIN 0.01f
+#define TESSERA_REPETITION_PENALTY_MAX 100.0f
 
 /* Stops a call early: the options of translate, score and encode may name
  * one (with the argument it is called with). The call asks it before each
@@ -377,10 +386,13 @@ typedef struct tessera_tokens {
 typedef int (*tessera_cancel_fn)(void *arg);
 
 typedef struct tessera_translate_options {
-    int beam;             /* 1: greedy; N > 1: beam search with N hypotheses */
-    int max_len;          /* most target tokens (EOS not counted); capped so
-                             that [bos] + output fits max_positions */
-    float length_penalty; /* beam: hypotheses ranked by score / len^A */
+    int beam;             /* 1: greedy; N > 1: beam search with N hypotheses;
+                             at most TESSERA_BEAM_MAX */
+    int max_len;          /* most target tokens (EOS not counted), 0..
+                             TESSERA_MAX_LEN_MAX; capped so that [bos] +
+                             output fits max_positions */
+    float length_penalty; /* beam: hypotheses ranked by score / len^A, A in
+                             [0, TESSERA_LENGTH_PENALTY_MAX] */
     int n_best;           /* hypotheses returned per sentence, 1..beam */
     int batch;            /* sentences decoded together, >= 1 */
 
@@ -396,7 +408,7 @@ typedef struct tessera_translate_options {
      * a caller that splits its input over calls passes each call's offset. */
     int sampling_topk;          /* 0..TESSERA_SAMPLING_TOPK_MAX; 1 (default): no sampling */
     float sampling_topp;        /* (0, 1]; default 1 */
-    float sampling_temperature; /* [0.001, 100]; default 1 */
+    float sampling_temperature; /* [TESSERA_SAMPLING_TEMPERATURE_MIN, _MAX]; default 1 */
     uint64_t seed;
     uint64_t first_sentence_index;
 
@@ -408,7 +420,8 @@ typedef struct tessera_translate_options {
     int min_len;              /* no ending token before min_len tokens, <= max_len */
     int no_repeat_ngram;      /* 0..TESSERA_NO_REPEAT_NGRAM_MAX: no n-gram of this
                                  size twice; 0: off */
-    float repetition_penalty; /* [0.01, 100], CTRL form; 1 (default): off */
+    float repetition_penalty; /* [TESSERA_REPETITION_PENALTY_MIN, _MAX], CTRL
+                                 form; 1 (default): off */
     int disable_unk;          /* nonzero: unk_id is never produced */
     int end_token;            /* -1 (default), or a target id that also ends a
                                  hypothesis, as eos does */
@@ -432,14 +445,49 @@ typedef struct tessera_translate_options {
      * (ids NULL, len 0, score 0) and is not decoded (what an empty line of
      * text becomes). 0 (default): an empty source is an error. */
     int allow_empty;
+    /* NULL (default), or one stream per sentence: sentence i then samples
+     * from (seed, stream_index[i]) instead of first_sentence_index + i, for
+     * a caller that decodes sentences of different inputs together (the
+     * server's batches). */
+    const uint64_t *stream_index;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
  * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
- * sources refused. */
+ * sources refused, stream_index NULL. */
 void tessera_translate_options_init(tessera_translate_options *options);
+
+/* Checks every rule of the decoding options that does not depend on the
+ * sentences: each field's range (the TESSERA_*_MAX bounds above, and
+ * README "Decoding options") and the combinations (n_best <= beam, min_len
+ * <= max_len, sampling with beam 1, topp and temperature with sampling);
+ * with a model's config (tessera_model_config; NULL: any model), also
+ * end_token within its target vocabulary. tessera_translate_with checks
+ * the same; a program checks before it has sentences (the command after
+ * its flags, the server for each request).
+ *
+ * TESSERA_ERR_INPUT with a one-line message that starts with the field at
+ * fault and names every option it mentions by its field name here, as a
+ * whole word: "min_len: 30 is out of range [0, max_len (20)]". No other word
+ * of a message is such a name, so a program whose options have other names
+ * may put its own in (the command writes --min-len and --max-len); the
+ * server's JSON fields are these names. Thread-safe; options NULL is an
+ * error. */
+int tessera_translate_options_check(const tessera_config *config,
+                                    const tessera_translate_options *options, char *err,
+                                    size_t err_len);
+
+/* Checks one target prefix against a model's config and the options: ids
+ * within the target vocabulary, no ending token (eos_id, end_token), at
+ * most the target tokens max_len and max_positions allow. TESSERA_ERR_INPUT
+ * with a one-line message naming options as tessera_translate_options_check
+ * does but not the prefix itself ("holds the ending token 2 (eos_id)"): the
+ * caller says which sentence's it is. Thread-safe. */
+int tessera_target_prefix_check(const tessera_config *config,
+                                const tessera_translate_options *options,
+                                const tessera_tokens *prefix, char *err, size_t err_len);
 
 /* One output hypothesis. ids excludes BOS and EOS. score is the total
  * log-probability (EOS included when the hypothesis ended with it), divided

@@ -248,7 +248,7 @@ Test(api, bad_input_says_so)
     src.len = 2;
     cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &o, &h, err, sizeof err),
                  TESSERA_ERR_INPUT);
-    cr_expect(strstr(err, "beam size 0"), "%s", err);
+    cr_expect(strstr(err, "beam: 0 is out of range [1, 1024]"), "%s", err);
     cr_expect_eq(tessera_translate_with(NULL, m, &src, 1, &o, &h, err, sizeof err),
                  TESSERA_ERR_INPUT);
     cr_expect(strstr(err, "runtime is NULL"), "%s", err);
@@ -464,19 +464,19 @@ Test(api, decoding_options_are_checked)
     static const struct {
         const char *field, *says;
     } cases[] = {
-        {"sampling_topp 1.5", "sampling topp 1.5"},
-        {"sampling_topp 0", "sampling topp 0"},
-        {"sampling_topk -1", "sampling topk -1"},
-        {"sampling_temperature 0", "sampling temperature 0"},
-        {"topp without topk", "topk 1 is greedy"},
-        {"sampling with beam", "sampling needs beam 1"},
-        {"min_len 30 max_len 20", "min-len 30"},
-        {"no_repeat_ngram 5000", "no-repeat-ngram 5000"},
-        {"repetition_penalty 0", "repetition penalty 0"},
-        {"end_token 9999", "end token 9999"},
-        {"prefix id 9999", "target prefix of sentence 1: token id 9999"},
+        {"sampling_topp 1.5", "sampling_topp: 1.5 is out of range (0, 1]"},
+        {"sampling_topp 0", "sampling_topp: 0 is out of range (0, 1]"},
+        {"sampling_topk -1", "sampling_topk: -1 is out of range"},
+        {"sampling_temperature 0", "sampling_temperature: 0 is out of range"},
+        {"topp without topk", "needs sampling_topk 0 or above 1"},
+        {"sampling with beam", "sampling_topk: 5 samples, which needs beam 1, not 2"},
+        {"min_len 30 max_len 20", "min_len: 30 is out of range [0, max_len (20)]"},
+        {"no_repeat_ngram 5000", "no_repeat_ngram: 5000 is out of range"},
+        {"repetition_penalty 0", "repetition_penalty: 0 is out of range"},
+        {"end_token 9999", "end_token: 9999 is out of range"},
+        {"prefix id 9999", "sentence 1: target prefix: token id 9999"},
         {"prefix eos", "ending token"},
-        {"prefix too long", "target prefix of 21 tokens"},
+        {"prefix too long", "target prefix: 21 tokens"},
     };
     int32_t prefix_ids[21] = {0};
     tessera_tokens prefix = {prefix_ids, 1};
@@ -567,6 +567,25 @@ Test(api, sampling_streams_follow_the_sentence_index)
                  in->n);
     cr_expect_gt(changed_by_seed, in->n / 2, "another seed changed %zu of %zu", changed_by_seed,
                  in->n);
+    /* stream_index: each sentence samples from the stream given for it,
+     * whatever its place in the call (the server's batches). */
+    uint64_t streams[64];
+    cr_assert_leq(in->n, 64);
+    for (size_t i = 0; i < in->n; i++)
+        streams[i] = 1000 + (in->n - 1 - i);
+    tessera_translate_options given = o;
+    given.stream_index = streams;
+    tessera_hypothesis *by_stream;
+    cr_assert_eq(tessera_translate_with(rt, m, in->src, in->n, &given, &by_stream, err, sizeof err),
+                 0, "%s", err);
+    for (size_t i = 0; i < in->n; i++) {
+        tessera_hypothesis *one = translate_one(rt, m, &in->src[i], &o, streams[i], 42);
+        cr_expect(same_ids(one, &by_stream[i]) && one->score == by_stream[i].score,
+                  "sentence %zu with stream_index %llu differs from it alone", i + 1,
+                  (unsigned long long)streams[i]);
+        tessera_hypotheses_free(one, 1);
+    }
+    tessera_hypotheses_free(by_stream, in->n);
     tessera_hypotheses_free(all, in->n);
     free(in);
     tessera_runtime_free(rt);

@@ -1243,18 +1243,18 @@ Test(cli, decoding_option_errors)
     } cases[] = {
         {"--sampling-topp", "1.5", "--sampling-topk", "0", "--sampling-topp"},
         {"--sampling-topp", "0", "--sampling-topk", "0", "--sampling-topp"},
-        {"--sampling-topp", "0.5", NULL, NULL, "--sampling-topp needs --sampling-topk"},
+        {"--sampling-topp", "0.5", NULL, NULL, "--sampling-topp: 0.5 needs --sampling-topk 0 or above 1"},
         {"--sampling-temperature", "0", "--sampling-topk", "0", "--sampling-temperature"},
-        {"--sampling-temperature", "2", NULL, NULL, "--sampling-temperature needs"},
+        {"--sampling-temperature", "2", NULL, NULL, "--sampling-temperature: 2 needs --sampling-topk"},
         {"--sampling-topk", "-1", NULL, NULL, "--sampling-topk"},
         {"--sampling-topk", "5", "--beam", "2", "needs --beam 1"},
         {"--seed", "-1", NULL, NULL, "--seed"},
         {"--seed", "18446744073709551616", NULL, NULL, "--seed"},
         {"--seed", "x", NULL, NULL, "--seed"},
-        {"--min-len", "30", "--max-len", "20", "--min-len 30 is larger than --max-len 20"},
+        {"--min-len", "30", "--max-len", "20", "--min-len: 30 is out of range [0, --max-len (20)]"},
         {"--no-repeat-ngram", "2000", NULL, NULL, "--no-repeat-ngram"},
         {"--repetition-penalty", "0", NULL, NULL, "--repetition-penalty"},
-        {"--end-token", "13", NULL, NULL, "--end-token 13 is out of range [0, 13)"},
+        {"--end-token", "13", NULL, NULL, "--end-token: 13 is out of range [-1, 13) (-1: none)"},
         {"--end-token", "-2", NULL, NULL, "--end-token"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1280,8 +1280,8 @@ Test(cli, prefix_errors_name_the_line)
         {"4 5\t1\n4 5\n", "line 2: expected SOURCE<TAB>PREFIX (--prefix), found no tab"},
         {"4 5\t1\n4 5\t1\t2\n", "line 2: expected SOURCE<TAB>PREFIX (--prefix), found more"},
         {"4 5\t1\n4 5\t13\n", "line 2"},
-        {"4 5\t1\n4 5\t1 3\n", "line 2: target prefix holds the ending token 3 (eos_id)"},
-        {"4 5\t1\n4 5\t1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2: target prefix of 16 tokens"},
+        {"4 5\t1\n4 5\t1 3\n", "line 2: target prefix: holds the ending token 3 (eos_id)"},
+        {"4 5\t1\n4 5\t1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2: target prefix: 16 tokens"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         test_run r = translate(cases[i].input, "--prefix");
@@ -1289,7 +1289,7 @@ Test(cli, prefix_errors_name_the_line)
         test_run_free(&r);
     }
     test_run r = translate("4 5\t1 7\n", "--prefix", "--end-token", "7");
-    expect_failure(&r, "line 1: target prefix holds the ending token 7 (--end-token)", NULL, 0);
+    expect_failure(&r, "line 1: target prefix: holds the ending token 7 (--end-token)", NULL, 0);
     test_run_free(&r);
 }
 

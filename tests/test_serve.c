@@ -28,33 +28,6 @@
  * terminated) and waits until it is ready. */
 static void start(server *s, const char *const *extra) { serve_start(s, MODEL_DIR, extra); }
 
-/* SIGTERM; the server must exit 0 after saying it stopped. */
-static void stop(server *s)
-{
-    cr_assert_eq(kill(s->pid, SIGTERM), 0);
-    int status;
-    cr_assert_eq(waitpid(s->pid, &status, 0), s->pid);
-    http_wait_output(s->out, "stopped", 5, s->log, sizeof s->log);
-    close(s->out);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "tessera serve did not exit 0 on SIGTERM: %s", s->log);
-    cr_expect(strstr(s->log, "stopped"), "no 'stopped' line: %s", s->log);
-}
-
-static http_reply call(const server *s, const char *method, const char *path, const char *body)
-{
-    http_reply r;
-    http_request(s->port, method, path, body, body ? strlen(body) : 0, &r);
-    return r;
-}
-
-/* The message of an error reply, checked to be the JSON error shape. */
-static const char *error_message(json_t *root)
-{
-    json_t *e = json_object_get(root, "error");
-    return json_string_value(json_object_get(e, "message"));
-}
-
 /* The value of the metric line `name VALUE` in a /metrics text; -1 if absent. */
 static long metric(const char *text, const char *name)
 {
@@ -71,18 +44,12 @@ static long metric(const char *text, const char *name)
  * be read refused naming it. */
 Test(serve, text_round_trip, .timeout = 120)
 {
-    tessera_model *shipped;
-    char err[512], dir[4096];
-    snprintf(dir, sizeof dir, "%s/models/numbers-en-de", test_srcdir());
-    cr_assert_eq(tessera_model_load(dir, &shipped, err, sizeof err), 0, "%s", err);
-    int has_text = tessera_model_has_tokenizer(shipped, TESSERA_SOURCE);
-    tessera_model_free(shipped);
-    if (!has_text)
+    if (!serve_reads_text(MODEL_DIR))
         cr_skip_test("this build has no SentencePiece: the server reads no text");
     server s;
     start(&s, NULL);
-    http_reply r = call(&s, "POST", "/v1/translate",
-                        "{\"text\": [\"twenty one\", \"zero\"], \"beam\": 4, \"n_best\": 2}");
+    http_reply r = serve_call(&s, "POST", "/v1/translate",
+                              "{\"text\": [\"twenty one\", \"zero\"], \"beam\": 4, \"n_best\": 2}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     json_t *t = json_loads(r.body ? r.body : "", 0, NULL);
     json_t *list = json_object_get(t, "translations");
@@ -97,32 +64,33 @@ Test(serve, text_round_trip, .timeout = 120)
     http_reply_free(&r);
 
     /* "twenty one" is ids 31 18, "ein und zwanzig" 10 28 33 (tokenize --ids). */
-    http_reply text = call(&s, "POST", "/v1/score",
-                           "{\"text\": [\"twenty one\"], \"target_text\": [\"ein und zwanzig\"]}");
-    http_reply ids = call(&s, "POST", "/v1/score",
-                          "{\"source\": [[31, 18]], \"target\": [[10, 28, 33]]}");
+    http_reply text =
+        serve_call(&s, "POST", "/v1/score",
+                   "{\"text\": [\"twenty one\"], \"target_text\": [\"ein und zwanzig\"]}");
+    http_reply ids = serve_call(&s, "POST", "/v1/score",
+                                "{\"source\": [[31, 18]], \"target\": [[10, 28, 33]]}");
     cr_expect_eq(text.status, 200, "%s", text.body);
     cr_expect_str_eq(text.body ? text.body : "", ids.body ? ids.body : "(none)");
     http_reply_free(&text);
     http_reply_free(&ids);
 
-    r = call(&s, "POST", "/v1/translate", "{\"text\": [\"zero\", \"\"]}");
+    r = serve_call(&s, "POST", "/v1/translate", "{\"text\": [\"zero\", \"\"]}");
     cr_expect_eq(r.status, 400, "%s", r.body);
     cr_expect(r.body && strstr(r.body, "text[1]: empty sentence"), "%s", r.body);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 Test(serve, every_endpoint, .timeout = 120)
 {
     server s;
     start(&s, NULL);
-    http_reply r = call(&s, "GET", "/v1/health", NULL);
+    http_reply r = serve_call(&s, "GET", "/v1/health", NULL);
     cr_expect_eq(r.status, 200);
     cr_expect_str_eq(r.body ? r.body : "", "{\"status\":\"ready\"}");
     http_reply_free(&r);
 
-    r = call(&s, "GET", "/v1/model", NULL);
+    r = serve_call(&s, "GET", "/v1/model", NULL);
     cr_expect_eq(r.status, 200);
     json_t *m = json_loads(r.body ? r.body : "", 0, NULL);
     cr_assert(m, "GET /v1/model: not JSON: %s", r.body);
@@ -135,7 +103,7 @@ Test(serve, every_endpoint, .timeout = 120)
 
     /* The README's example in ids ("twenty one" -> "ein und zwanzig"; the
      * text itself: text_round_trip). */
-    r = call(&s, "POST", "/v1/translate", "{\"source\": [[31, 18]]}");
+    r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[31, 18]]}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     json_t *t = json_loads(r.body ? r.body : "", 0, NULL);
     json_t *first = json_array_get(json_object_get(t, "translations"), 0);
@@ -145,7 +113,7 @@ Test(serve, every_endpoint, .timeout = 120)
     json_decref(t);
     http_reply_free(&r);
 
-    r = call(&s, "POST", "/v1/score", "{\"source\": [[5, 6, 7]], \"target\": [[10, 28]]}");
+    r = serve_call(&s, "POST", "/v1/score", "{\"source\": [[5, 6, 7]], \"target\": [[10, 28]]}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     t = json_loads(r.body ? r.body : "", 0, NULL);
     cr_expect_eq(json_array_size(json_array_get(json_object_get(t, "scores"), 0)), 3,
@@ -153,7 +121,7 @@ Test(serve, every_endpoint, .timeout = 120)
     json_decref(t);
     http_reply_free(&r);
 
-    r = call(&s, "GET", "/metrics", NULL);
+    r = serve_call(&s, "GET", "/metrics", NULL);
     cr_expect_eq(r.status, 200);
     cr_expect(strncmp(r.content_type, "text/plain", 10) == 0, "%s", r.content_type);
     cr_expect(r.body && strstr(r.body, "tessera_requests_total{endpoint=\"/v1/translate\","
@@ -164,13 +132,13 @@ Test(serve, every_endpoint, .timeout = 120)
     cr_expect(r.body && strstr(r.body, "tessera_queue_depth 0"), "%s", r.body);
     http_reply_free(&r);
 
-    r = call(&s, "GET", "/v1/nothing", NULL);
+    r = serve_call(&s, "GET", "/v1/nothing", NULL);
     cr_expect_eq(r.status, 404);
     http_reply_free(&r);
-    r = call(&s, "GET", "/v1/translate", NULL);
+    r = serve_call(&s, "GET", "/v1/translate", NULL);
     cr_expect_eq(r.status, 405);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 /* ---- Refusals ---------------------------------------------------------------------- */
@@ -206,10 +174,28 @@ Test(serve, bad_requests_say_what_and_where, .timeout = 120)
         {"/v1/translate", "{\"source\": [[5, 6.5]]}", 400, "source[0][1]"},
         {"/v1/translate", "{\"source\": [[5], []]}", 400, "source[1]: empty sentence"},
         {"/v1/translate", long_sentence, 400, "source[1]: 33 tokens, more than max_positions (32)"},
-        {"/v1/translate", "{\"source\": [[5]], \"beam\": 0}", 400, "beam: must be a whole number"},
+        {"/v1/translate", "{\"source\": [[5]], \"beam\": 0}", 400,
+         "beam: 0 is out of range [1, 1024]"},
+        {"/v1/translate", "{\"source\": [[5]], \"beam\": 65}", 400,
+         "beam: 65 is more than this server takes (64)"},
         {"/v1/translate", "{\"source\": [[5]], \"beam\": \"4\"}", 400, "beam: must be a whole"},
         {"/v1/translate", "{\"source\": [[5]], \"beam\": 2, \"n_best\": 3}", 400,
-         "n_best: must be a whole number in [1, 2]"},
+         "n_best: 3 is out of range [1, beam (2)]"},
+        {"/v1/translate", "{\"source\": [[5]], \"disable_unk\": 1}", 400,
+         "disable_unk: must be true or false"},
+        {"/v1/translate", "{\"source\": [[5]], \"seed\": -1}", 400, "seed: must be a whole"},
+        {"/v1/translate", "{\"source\": [[5]], \"sampling_topp\": \"x\"}", 400,
+         "sampling_topp: must be a number"},
+        {"/v1/translate", "{\"source\": [[5]], \"target_prefix_text\": [\"ein\"]}", 400,
+         "target_prefix_text: goes with text, not with source ids"},
+        {"/v1/translate", "{\"source\": [[5], [6]], \"target_prefix\": [[10]]}", 400,
+         "target_prefix: 1 sentences for 2 in source"},
+        {"/v1/translate", "{\"source\": [[5]], \"target_prefix\": [[10, 3]]}", 400,
+         "target_prefix[0]: holds the ending token 3 (eos_id)"},
+        {"/v1/translate", "{\"source\": [[5]], \"target_prefix\": [[36]]}", 400,
+         "target_prefix[0][0]: must be a token id in [0, 36)"},
+        {"/v1/translate", "{\"source\": [[5]], \"max_len\": 2, \"target_prefix\": [[10, 28, 33]]}",
+         400, "target_prefix[0]: 3 tokens, more than the 2 target tokens allowed"},
         {"/v1/translate", "{\"source\": [[5]], \"max_len\": 100000}", 400, "max_len"},
         {"/v1/translate", "{\"source\": [[5]], \"length_penalty\": -1}", 400, "length_penalty"},
         {"/v1/translate", "{\"source\": [[5]], \"colour\": 1}", 400, "unknown field 'colour'"},
@@ -230,9 +216,9 @@ Test(serve, bad_requests_say_what_and_where, .timeout = 120)
     start(&s, NULL);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const refusal *c = &cases[i];
-        http_reply r = call(&s, "POST", c->path, c->body);
+        http_reply r = serve_call(&s, "POST", c->path, c->body);
         json_t *root = json_loads(r.body ? r.body : "", 0, NULL);
-        const char *msg = root ? error_message(root) : NULL;
+        const char *msg = root ? serve_error_message(root) : NULL;
         cr_expect_eq(r.status, c->status, "%s %s: status %d (%s)", c->path, c->body, r.status,
                      r.body);
         if (c->message)
@@ -254,17 +240,17 @@ Test(serve, bad_requests_say_what_and_where, .timeout = 120)
     free(body);
 
     /* The server still answers, and counted the refusals. */
-    r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
+    r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     http_reply_free(&r);
-    r = call(&s, "GET", "/metrics", NULL);
+    r = serve_call(&s, "GET", "/metrics", NULL);
     char expected[96];
     snprintf(expected, sizeof expected, "tessera_errors_total{kind=\"bad_request\"} %zu",
              sizeof cases / sizeof *cases - 1); /* all but the empty target */
     cr_expect(r.body && strstr(r.body, expected), "no '%s' in %s", expected, r.body);
     cr_expect(r.body && strstr(r.body, "tessera_errors_total{kind=\"body_too_large\"} 1"));
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 /* Requests a client library would not send: each refusal is the contract's
@@ -298,7 +284,7 @@ Test(serve, raw_requests_are_refused_in_json, .timeout = 120)
         http_reply r;
         http_request_raw(s.port, cases[i].head, strlen(cases[i].head), NULL, 0, &r);
         json_t *root = json_loads(r.body ? r.body : "", 0, NULL);
-        const char *msg = root ? error_message(root) : NULL;
+        const char *msg = root ? serve_error_message(root) : NULL;
         cr_expect_eq(r.status, cases[i].status, "case %zu: status %d (%s)", i, r.status, r.body);
         cr_expect(msg && strstr(msg, cases[i].message), "case %zu: '%s' is not JSON with '%s'", i,
                   r.body, cases[i].message);
@@ -328,14 +314,14 @@ Test(serve, raw_requests_are_refused_in_json, .timeout = 120)
     http_reply_free(&r);
     free(body);
 
-    r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
+    r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
     cr_expect_eq(r.status, 200, "after the refusals: %d %s", r.status, r.body);
     http_reply_free(&r);
-    r = call(&s, "GET", "/metrics", NULL);
+    r = serve_call(&s, "GET", "/metrics", NULL);
     cr_expect(r.body && strstr(r.body, "tessera_errors_total{kind=\"body_too_large\"} 2"),
               "the two 413s are not counted: %s", r.body);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 typedef struct slow_request {
@@ -346,7 +332,7 @@ typedef struct slow_request {
 static void *send_four(void *arg)
 {
     slow_request *q = arg;
-    q->r = call(q->s, "POST", "/v1/translate", "{\"source\": [[5], [6], [7], [8]]}");
+    q->r = serve_call(q->s, "POST", "/v1/translate", "{\"source\": [[5], [6], [7], [8]]}");
     return NULL;
 }
 
@@ -369,7 +355,7 @@ Test(serve, a_full_queue_says_retry_later, .timeout = 120)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, send_four, &q), 0);
     nanosleep(&wait, NULL);
-    http_reply r = call(&s, "POST", "/v1/translate", "{\"source\": [[9]]}");
+    http_reply r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[9]]}");
     cr_expect_eq(r.status, 503, "%s", r.body);
     cr_expect_str_eq(r.retry_after, "1");
     cr_expect(r.body && strstr(r.body, "the queue is full"), "%s", r.body);
@@ -378,7 +364,7 @@ Test(serve, a_full_queue_says_retry_later, .timeout = 120)
     pthread_join(t, NULL);
     cr_expect_eq(q.r.status, 200, "%s", q.r.body);
     http_reply_free(&q.r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 /* A client that leaves does not hold a worker: its queued sentences are
@@ -398,17 +384,17 @@ Test(serve, a_client_that_leaves_frees_the_worker, .timeout = 120)
                                4 + i % 30, 5 + i % 29, 6 + i % 28);
     snprintf(body + at, sizeof body - at, "]}");
     cr_assert_eq(http_send_and_leave(s.port, "/v1/translate", body, 300), 0);
-    http_reply r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
+    http_reply r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     http_reply_free(&r);
-    r = call(&s, "GET", "/metrics", NULL);
+    r = serve_call(&s, "GET", "/metrics", NULL);
     long decoded = metric(r.body, "tessera_sentences_total");
     cr_expect(r.body && strstr(r.body, "tessera_errors_total{kind=\"client_gone\"} 1"), "%s",
               r.body);
     cr_expect(decoded >= 1 && decoded < 128, "%ld sentences decoded: the leaver's were not dropped",
               decoded);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 /* A port another server holds: one line with the system's reason, exit 1,
@@ -428,7 +414,7 @@ Test(serve, a_port_in_use_is_refused_with_the_reason, .timeout = 120)
     cr_expect(strstr(r.err, says) && strchr(r.err, '\n') == r.err + strlen(r.err) - 1,
               "not one line saying '%s': %s", says, r.err);
     test_run_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }
 
 /* ---- The CLI's answers, from concurrent clients --------------------------------------- */
@@ -665,13 +651,13 @@ Test(serve, thirty_two_clients_get_what_the_cli_prints, .timeout = 300)
                  "%d without answer); first problem: %s",
                  l.answered, REQUESTS, l.wrong, l.dropped, l.first_problem);
     /* Sentences of concurrent requests were batched together. */
-    http_reply r = call(&s, "GET", "/metrics", NULL);
+    http_reply r = serve_call(&s, "GET", "/metrics", NULL);
     long single = metric(r.body, "tessera_batch_sentences_bucket{le=\"1\"}"),
          batches = metric(r.body, "tessera_batch_sentences_count");
     cr_expect(single >= 0 && batches > single, "no batch held more than one sentence: %s",
               r.body);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
     free(c);
 }
 
@@ -738,7 +724,7 @@ Test(serve, a_memory_budget_refuses_what_can_never_fit, .timeout = 120)
     const char *const extra[] = {"--threads", "1", "--max-memory", budget, NULL};
     server s;
     start(&s, extra);
-    http_reply r = call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6]]}");
+    http_reply r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6]]}");
     cr_expect_eq(r.status, 200, "a short sentence: %d %s", r.status, r.body);
     http_reply_free(&r);
     char body[512];
@@ -746,15 +732,15 @@ Test(serve, a_memory_budget_refuses_what_can_never_fit, .timeout = 120)
     for (int i = 1; i < 30; i++)
         p += sprintf(p, ", 6");
     sprintf(p, "]]}");
-    r = call(&s, "POST", "/v1/translate", body);
+    r = serve_call(&s, "POST", "/v1/translate", body);
     cr_expect_eq(r.status, 413, "a sentence past the budget: %d %s", r.status, r.body);
     cr_expect(r.body && strstr(r.body, "source[1]: 30 tokens need") && strstr(r.body, "--max-memory"),
               "%s", r.body);
     http_reply_free(&r);
-    r = call(&s, "GET", "/v1/model", NULL);
+    r = serve_call(&s, "GET", "/v1/model", NULL);
     char want[64];
     snprintf(want, sizeof want, "\"max_memory\":%s", budget);
     cr_expect(r.body && strstr(r.body, want), "/v1/model should say %s: %s", want, r.body);
     http_reply_free(&r);
-    stop(&s);
+    serve_stop(&s);
 }

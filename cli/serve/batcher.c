@@ -24,7 +24,8 @@ typedef struct worker {
     pthread_t thread;
     item *batch;             /* [max_batch] taken from the queue */
     size_t n;                /* items in batch (read by the cancel function) */
-    tessera_tokens *src, *tgt; /* [max_batch] */
+    tessera_tokens *src, *tgt; /* [max_batch]; tgt: score's targets, translate's prefixes */
+    uint64_t *streams;         /* [max_batch]: each sentence's index in its request */
 } worker;
 
 struct srv_batcher {
@@ -41,12 +42,6 @@ struct srv_batcher {
     worker *workers;
     int n_workers;
 };
-
-static int same_key(const srv_key *a, const srv_key *b)
-{
-    return a->kind == b->kind && a->beam == b->beam && a->max_len == b->max_len &&
-           a->n_best == b->n_best && a->length_penalty == b->length_penalty;
-}
 
 static int earlier(struct timespec a, struct timespec b)
 {
@@ -85,7 +80,7 @@ static size_t matching(const srv_batcher *b)
     size_t n = 0, tokens = 0;
     for (size_t i = 0; i < b->count && n < (size_t)b->s->max_batch; i++) {
         const item *it = &b->queue[i];
-        if (!same_key(&it->job->key, key))
+        if (!srv_same_key(&it->job->key, key))
             continue;
         size_t len = it->job->src[it->index].len;
         if (n > 0 && tokens + len > (size_t)b->s->max_batch_tokens)
@@ -104,7 +99,7 @@ static size_t take_batch(srv_batcher *b, worker *w, size_t n)
     size_t taken = 0, kept = 0;
     for (size_t i = 0; i < b->count; i++) {
         item *it = &b->queue[i];
-        if (taken < n && same_key(&it->job->key, &key)) {
+        if (taken < n && srv_same_key(&it->job->key, &key)) {
             w->batch[taken++] = *it;
             it->job->waiting--;
         } else {
@@ -163,33 +158,38 @@ static void decode_batch(worker *w, size_t n)
     const srv_key *key = &w->batch[0].job->key;
     char err[512] = "";
     size_t src_tokens = 0, tgt_tokens = 0;
+    int prefixed = 0;
     for (size_t i = 0; i < n; i++) {
         const srv_job *job = w->batch[i].job;
-        w->src[i] = job->src[w->batch[i].index];
-        if (job->tgt)
-            w->tgt[i] = job->tgt[w->batch[i].index];
+        size_t index = w->batch[i].index;
+        w->src[i] = job->src[index];
+        /* A sentence without a prefix among prefixed ones: an empty one. */
+        const tessera_tokens *second = job->tgt ? job->tgt : job->prefix;
+        w->tgt[i] = second ? second[index] : (tessera_tokens){NULL, 0};
+        prefixed |= job->prefix != NULL;
+        w->streams[i] = index;
         src_tokens += w->src[i].len;
     }
     int rc;
     if (key->kind == SRV_TRANSLATE) {
-        tessera_translate_options o;
+        /* Sentence i of a request samples from (seed, i) whatever its batch
+         * (cli/serve/api.md). */
+        tessera_translate_options o = key->decoding;
         tessera_hypothesis *h;
-        tessera_translate_options_init(&o);
-        o.beam = key->beam;
-        o.max_len = key->max_len;
-        o.n_best = key->n_best;
-        o.length_penalty = key->length_penalty;
         o.batch = (int)n;
         o.cancel = batch_stopped;
         o.cancel_arg = w;
-        size_t K = (size_t)key->n_best;
+        o.target_prefix = prefixed ? w->tgt : NULL;
+        o.stream_index = w->streams;
+        size_t K = (size_t)o.n_best;
         rc = tessera_translate_with(w->rt, b->cm->model, w->src, n, &o, &h, err, sizeof err);
         for (size_t i = 0; rc == 0 && i < n; i++) {
             srv_job *job = w->batch[i].job;
             tgt_tokens += h[i * K].len;
             for (size_t k = 0; k < K; k++) {
                 job->hyps[w->batch[i].index * K + k] = h[i * K + k];
-                h[i * K + k].ids = NULL; /* the job owns it now */
+                h[i * K + k].ids = NULL; /* the job owns them now */
+                h[i * K + k].alignment = NULL;
             }
         }
         if (rc == 0)
@@ -280,6 +280,7 @@ static void free_workers(srv_batcher *b)
         free(b->workers[i].batch);
         free(b->workers[i].src);
         free(b->workers[i].tgt);
+        free(b->workers[i].streams);
     }
     free(b->workers);
 }
@@ -304,7 +305,8 @@ srv_batcher *srv_batcher_start(const cli_model *cm, const srv_settings *s, srv_m
         w->batch = malloc((size_t)s->max_batch * sizeof *w->batch);
         w->src = malloc((size_t)s->max_batch * sizeof *w->src);
         w->tgt = malloc((size_t)s->max_batch * sizeof *w->tgt);
-        ok = w->batch && w->src && w->tgt;
+        w->streams = malloc((size_t)s->max_batch * sizeof *w->streams);
+        ok = w->batch && w->src && w->tgt && w->streams;
     }
     if (!ok) {
         free_workers(b);

@@ -1,7 +1,9 @@
 /* tessera serve: request bodies (JSON) checked into jobs, and jobs answered
  * as JSON. Every refusal names the field and, for a sentence, its index:
  * "source[2][5]: id 99 out of range [0, 36)". */
+#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +13,59 @@
 
 #include "cli/serve/serve.h"
 
-/* Limits of the decoding options a request may ask for. A server takes them
- * from people it does not know, so they are tighter than the CLI's. */
-enum { MAX_BEAM = 64, MAX_TARGET_LEN = 1024 };
+/* Past the library's rules (tessera_translate_options_check), which every
+ * option of a request is held to as the command's flags are, the server
+ * takes its options from people it does not know, so it caps the work one
+ * sentence may ask for tighter than the command does. */
+enum { SERVER_BEAM_MAX = 64, SERVER_MAX_LEN_MAX = 1024 };
+
+/* The decoding options a translate request may set: JSON fields named as
+ * tessera_translate_options' fields, so that the library's messages name
+ * them as the request does. srv_same_key compares them all, so that
+ * sentences decoded with different options never share a batch; the target
+ * prefix (per sentence) and the sampling stream (the sentence's index in its
+ * request) are given per sentence, and need not. */
+typedef enum field_type { WHOLE, NUMBER, BOOLEAN, SEED } field_type;
+
+static const struct decoding_field {
+    const char *name;
+    field_type type;
+    size_t offset;
+} decoding_fields[] = {
+    {"beam", WHOLE, offsetof(tessera_translate_options, beam)},
+    {"max_len", WHOLE, offsetof(tessera_translate_options, max_len)},
+    {"length_penalty", NUMBER, offsetof(tessera_translate_options, length_penalty)},
+    {"n_best", WHOLE, offsetof(tessera_translate_options, n_best)},
+    {"sampling_topk", WHOLE, offsetof(tessera_translate_options, sampling_topk)},
+    {"sampling_topp", NUMBER, offsetof(tessera_translate_options, sampling_topp)},
+    {"sampling_temperature", NUMBER, offsetof(tessera_translate_options, sampling_temperature)},
+    {"seed", SEED, offsetof(tessera_translate_options, seed)},
+    {"min_len", WHOLE, offsetof(tessera_translate_options, min_len)},
+    {"no_repeat_ngram", WHOLE, offsetof(tessera_translate_options, no_repeat_ngram)},
+    {"repetition_penalty", NUMBER, offsetof(tessera_translate_options, repetition_penalty)},
+    {"disable_unk", BOOLEAN, offsetof(tessera_translate_options, disable_unk)},
+    {"end_token", WHOLE, offsetof(tessera_translate_options, end_token)},
+    {"return_alignments", BOOLEAN, offsetof(tessera_translate_options, return_alignments)},
+};
+#define N_DECODING_FIELDS (sizeof decoding_fields / sizeof decoding_fields[0])
+
+static size_t field_size(field_type type)
+{
+    return type == SEED ? sizeof(uint64_t) : type == NUMBER ? sizeof(float) : sizeof(int);
+}
+
+int srv_same_key(const srv_key *a, const srv_key *b)
+{
+    if (a->kind != b->kind)
+        return 0;
+    for (size_t i = 0; i < N_DECODING_FIELDS; i++) {
+        const struct decoding_field *f = &decoding_fields[i];
+        if (memcmp((const char *)&a->decoding + f->offset, (const char *)&b->decoding + f->offset,
+                   field_size(f->type)) != 0)
+            return 0;
+    }
+    return 1;
+}
 
 static int fail(int *http_status, int code, char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -57,20 +109,6 @@ static int fail(int *http_status, int code, char *err, size_t err_len, const cha
     make_valid_utf8(err);
     *http_status = code;
     return -1;
-}
-
-/* An optional whole-number field in [lo, hi]; absent leaves *out. */
-static int int_field(json_t *body, const char *name, long lo, long hi, int *out, int *http_status,
-                     char *err, size_t err_len)
-{
-    json_t *v = json_object_get(body, name);
-    if (!v)
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return fail(http_status, 400, err, err_len, "%s: must be a whole number in [%ld, %ld]",
-                    name, lo, hi);
-    *out = (int)json_integer_value(v);
-    return 0;
 }
 
 /* The list of sentences under `name`: an array of 1 to max arrays of ids
@@ -148,46 +186,85 @@ static int read_sentence(json_t *list, const char *name, size_t i, int as_text,
     return 0;
 }
 
-static const char *const translate_fields[] = {"source", "text", "beam", "max_len",
-                                               "length_penalty", "n_best", NULL};
-static const char *const score_fields[] = {"source", "text", "target", "target_text", NULL};
+/* The sentence lists of each kind: sources, and the second list (score's
+ * targets, translate's target prefixes), as ids or as text. */
+static const char *const list_fields[2][4] = {
+    [SRV_TRANSLATE] = {"source", "text", "target_prefix", "target_prefix_text"},
+    [SRV_SCORE] = {"source", "text", "target", "target_text"},
+};
 
-static int known_fields(json_t *body, const char *const *fields, int *http_status, char *err,
-                        size_t err_len)
+static int known_fields(json_t *body, srv_kind kind, int *http_status, char *err, size_t err_len)
 {
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) {
         int known = 0;
-        for (size_t i = 0; fields[i] && !known; i++)
-            known = strcmp(key, fields[i]) == 0;
+        for (size_t i = 0; i < 4 && !known; i++)
+            known = strcmp(key, list_fields[kind][i]) == 0;
+        for (size_t i = 0; kind == SRV_TRANSLATE && i < N_DECODING_FIELDS && !known; i++)
+            known = strcmp(key, decoding_fields[i].name) == 0;
         if (!known)
             return fail(http_status, 400, err, err_len, "unknown field '%.64s'", key);
     }
     return 0;
 }
 
-/* The decoding options of a translate request, checked. */
-static int read_options(json_t *body, srv_key *key, int *http_status, char *err, size_t err_len)
+/* One decoding field of the request into its place in *o: its JSON type
+ * checked here, its value by the library. */
+static int read_field(json_t *body, const struct decoding_field *f, tessera_translate_options *o,
+                      int *http_status, char *err, size_t err_len)
 {
-    tessera_translate_options d;
-    tessera_translate_options_init(&d);
-    key->beam = d.beam;
-    key->max_len = d.max_len;
-    key->n_best = 1;
-    key->length_penalty = d.length_penalty;
-    if (int_field(body, "beam", 1, MAX_BEAM, &key->beam, http_status, err, err_len) ||
-        int_field(body, "max_len", 0, MAX_TARGET_LEN, &key->max_len, http_status, err, err_len) ||
-        int_field(body, "n_best", 1, key->beam, &key->n_best, http_status, err, err_len))
-        return -1;
-    json_t *lp = json_object_get(body, "length_penalty");
-    if (lp) {
-        double v = json_number_value(lp);
-        if (!json_is_number(lp) || !(v >= 0.0 && v <= 100.0))
+    json_t *v = json_object_get(body, f->name);
+    char *at = (char *)o + f->offset;
+    if (!v)
+        return 0;
+    json_int_t whole = json_is_integer(v) ? json_integer_value(v) : 0;
+    switch (f->type) {
+    case WHOLE:
+        if (!json_is_integer(v) || whole < INT_MIN || whole > INT_MAX)
+            return fail(http_status, 400, err, err_len, "%s: must be a whole number", f->name);
+        *(int *)at = (int)whole;
+        return 0;
+    case NUMBER:
+        if (!json_is_number(v))
+            return fail(http_status, 400, err, err_len, "%s: must be a number", f->name);
+        *(float *)at = (float)json_number_value(v);
+        return 0;
+    case BOOLEAN:
+        if (!json_is_boolean(v))
+            return fail(http_status, 400, err, err_len, "%s: must be true or false", f->name);
+        *(int *)at = json_is_true(v);
+        return 0;
+    case SEED:
+        if (!json_is_integer(v) || whole < 0)
             return fail(http_status, 400, err, err_len,
-                        "length_penalty: must be a number in [0, 100]");
-        key->length_penalty = (float)v;
+                        "%s: must be a whole number in [0, 2^63 - 1]", f->name);
+        *(uint64_t *)at = (uint64_t)whole;
+        return 0;
     }
+    return 0;
+}
+
+/* The decoding options of a translate request, checked as the library
+ * checks them (the same messages as the command's, with the request's
+ * field names), then against the server's caps. */
+static int read_options(json_t *body, const tessera_config *cfg, srv_key *key, int *http_status,
+                        char *err, size_t err_len)
+{
+    tessera_translate_options *o = &key->decoding;
+    for (size_t i = 0; i < N_DECODING_FIELDS; i++)
+        if (read_field(body, &decoding_fields[i], o, http_status, err, err_len) != 0)
+            return -1;
+    char why[512];
+    if (tessera_translate_options_check(cfg, o, why, sizeof why) != 0)
+        return fail(http_status, 400, err, err_len, "%s", why);
+    if (o->beam > SERVER_BEAM_MAX)
+        return fail(http_status, 400, err, err_len,
+                    "beam: %d is more than this server takes (%d)", o->beam, SERVER_BEAM_MAX);
+    if (o->max_len > SERVER_MAX_LEN_MAX)
+        return fail(http_status, 400, err, err_len,
+                    "max_len: %d is more than this server takes (%d)", o->max_len,
+                    SERVER_MAX_LEN_MAX);
     return 0;
 }
 
@@ -202,12 +279,7 @@ static int check_budget(const cli_model *cm, const srv_job *job, const char *nam
     const tessera_runtime *rt = cm->runtimes[0];
     size_t need, len = job->src[i].len;
     if (job->key.kind == SRV_TRANSLATE) {
-        tessera_translate_options o;
-        tessera_translate_options_init(&o);
-        o.beam = job->key.beam;
-        o.n_best = job->key.n_best;
-        o.max_len = job->key.max_len;
-        need = tessera_translate_memory(rt, cm->model, 1, len, &o);
+        need = tessera_translate_memory(rt, cm->model, 1, len, &job->key.decoding);
     } else {
         need = tessera_score_memory(rt, cm->model, 1, len, job->tgt[i].len);
     }
@@ -220,129 +292,149 @@ static int check_budget(const cli_model *cm, const srv_job *job, const char *nam
                 (double)budget / (1 << 20));
 }
 
+/* Where a request's sentences are: its sources, and its second list
+ * (score's targets, translate's target prefixes), both ids or both text. */
+typedef struct lists {
+    const char *src, *second;
+    int as_text, has_second;
+    size_t n;
+} lists;
+
+static int find_lists(json_t *root, srv_kind kind, const cli_model *cm, const srv_settings *s,
+                      lists *l, int *http_status, char *err, size_t err_len)
+{
+    const char *const *names = list_fields[kind];
+    l->as_text = json_object_get(root, "text") != NULL;
+    if (l->as_text && json_object_get(root, "source"))
+        return fail(http_status, 400, err, err_len, "give either source (ids) or text, not both");
+    if (l->as_text && cm->form == CLI_IDS)
+        return fail(http_status, 400, err, err_len,
+                    "text: this model has neither tokenizers nor vocab.src.txt / vocab.tgt.txt; "
+                    "send source ids");
+    l->src = names[l->as_text];
+    l->second = names[2 + l->as_text];
+    const char *other = names[3 - l->as_text];
+    if (json_object_get(root, other))
+        return fail(http_status, 400, err, err_len, "%s: goes with %s, not with %s", other,
+                    l->as_text ? "source ids" : "text", l->as_text ? "text" : "source ids");
+    long n = sentence_list(root, l->src, l->as_text, s, http_status, err, err_len);
+    if (n == 0)
+        return fail(http_status, 400, err, err_len, "missing field: source (token ids) or text");
+    if (n < 0)
+        return -1;
+    long n_second = sentence_list(root, l->second, l->as_text, s, http_status, err, err_len);
+    if (n_second < 0)
+        return -1;
+    if (n_second == 0 && kind == SRV_SCORE)
+        return fail(http_status, 400, err, err_len, "missing field: %s", l->second);
+    if (n_second > 0 && n_second != n)
+        return fail(http_status, 400, err, err_len, "%s: %ld sentences for %ld in %s",
+                    l->second, n_second, n, l->src);
+    l->n = (size_t)n;
+    l->has_second = n_second > 0;
+    return 0;
+}
+
+/* Sentence i of the sources (second 0) or of the second list into ids; a
+ * target prefix is also checked as the library will check it. */
+static int read_one(json_t *root, const lists *l, int second, size_t i, const cli_model *cm,
+                    const srv_key *key, cli_ids *ids, int *http_status, char *err, size_t err_len)
+{
+    const char *name = second ? l->second : l->src;
+    size_t max_len = (size_t)cm->cfg->max_positions - (second ? 1 : 0);
+    if (read_sentence(json_object_get(root, name), name, i, l->as_text, cm, second, max_len, ids,
+                      http_status, err, err_len) != 0)
+        return -1;
+    if (!second || key->kind != SRV_TRANSLATE)
+        return 0;
+    tessera_tokens prefix = {ids->ids, ids->len};
+    char why[512];
+    if (tessera_target_prefix_check(cm->cfg, &key->decoding, &prefix, why, sizeof why) != 0)
+        return fail(http_status, 400, err, err_len, "%s[%zu]: %s", name, i, why);
+    return 0;
+}
+
+/* The job's sentences: checked and counted, then copied into one array
+ * (job->ids) that src and the second list point into. */
+static int read_sentences(json_t *root, const lists *l, const cli_model *cm, srv_job *job,
+                          tessera_tokens *second, int *http_status, char *err, size_t err_len)
+{
+    cli_ids ids = {0};
+    size_t total = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < job->n; i++)
+        for (int k = 0; rc == 0 && k < 1 + l->has_second; k++) {
+            rc = read_one(root, l, k, i, cm, &job->key, &ids, http_status, err, err_len);
+            total += ids.len;
+            job->src_tokens += k == 0 ? ids.len : 0;
+        }
+    if (rc == 0 && !(job->ids = malloc((total + 1) * sizeof *job->ids)))
+        rc = fail(http_status, 500, err, err_len, "out of memory for the request");
+    size_t at = 0;
+    for (size_t i = 0; rc == 0 && i < job->n; i++)
+        for (int k = 0; k < 1 + l->has_second; k++) {
+            read_one(root, l, k, i, cm, &job->key, &ids, http_status, err, err_len);
+            memcpy(job->ids + at, ids.ids, ids.len * sizeof *ids.ids);
+            (k == 0 ? job->src : second)[i] = (tessera_tokens){job->ids + at, ids.len};
+            at += ids.len;
+        }
+    free(ids.ids);
+    return rc;
+}
+
 srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_model *cm,
                        const srv_settings *s, int *http_status, char *err, size_t err_len)
 {
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     srv_job *job = NULL;
-    cli_ids ids = {0};
-    const tessera_config *cfg = cm->cfg;
     if (!root) {
         fail(http_status, 400, err, err_len, "body: not JSON (line %d, column %d: %s)", jerr.line,
              jerr.column, jerr.text);
         return NULL;
     }
     srv_key key = {.kind = kind};
-    const char *src_name = "source", *tgt_name = "target";
-    int as_text = 0;
-    long n = 0, n_tgt = 0;
+    tessera_translate_options_init(&key.decoding);
+    lists l;
     if (!json_is_object(root)) {
         fail(http_status, 400, err, err_len, "body: must be a JSON object");
         goto fail;
     }
-    if (known_fields(root, kind == SRV_TRANSLATE ? translate_fields : score_fields, http_status,
-                     err, err_len) != 0)
+    if (known_fields(root, kind, http_status, err, err_len) != 0 ||
+        (kind == SRV_TRANSLATE &&
+         read_options(root, cm->cfg, &key, http_status, err, err_len) != 0) ||
+        find_lists(root, kind, cm, s, &l, http_status, err, err_len) != 0)
         goto fail;
-    if (kind == SRV_TRANSLATE && read_options(root, &key, http_status, err, err_len) != 0)
-        goto fail;
-    if (json_object_get(root, "text")) {
-        if (json_object_get(root, "source")) {
-            fail(http_status, 400, err, err_len, "give either source (ids) or text, not both");
-            goto fail;
-        }
-        if (cm->form == CLI_IDS) {
-            fail(http_status, 400, err, err_len,
-                 "text: this model has neither tokenizers nor vocab.src.txt / vocab.tgt.txt; "
-                 "send source ids");
-            goto fail;
-        }
-        as_text = 1;
-        src_name = "text";
-        tgt_name = "target_text";
-    } else if (kind == SRV_SCORE && json_object_get(root, "target_text")) {
-        fail(http_status, 400, err, err_len, "target_text: goes with text, not with source ids");
-        goto fail;
-    }
-    n = sentence_list(root, src_name, as_text, s, http_status, err, err_len);
-    if (n == 0)
-        fail(http_status, 400, err, err_len, "missing field: source (token ids) or text");
-    if (n <= 0)
-        goto fail;
-    if (kind == SRV_SCORE) {
-        n_tgt = sentence_list(root, tgt_name, as_text, s, http_status, err, err_len);
-        if (n_tgt == 0)
-            fail(http_status, 400, err, err_len, "missing field: %s", tgt_name);
-        if (n_tgt <= 0)
-            goto fail;
-        if (n_tgt != n) {
-            fail(http_status, 400, err, err_len, "%s: %ld sentences for %ld in %s", tgt_name,
-                 n_tgt, n, src_name);
-            goto fail;
-        }
-    }
 
     job = calloc(1, sizeof *job);
     if (!job)
         goto oom;
-    job->key = key;
-    job->text = as_text;
-    job->n = (size_t)n;
-    job->src = calloc(job->n, sizeof *job->src);
-    job->tgt = kind == SRV_SCORE ? calloc(job->n, sizeof *job->tgt) : NULL;
-    if (!job->src || (kind == SRV_SCORE && !job->tgt))
-        goto oom;
     pthread_cond_init(&job->done, NULL);
-    /* Two passes: check and count, then copy into one array. */
-    size_t total = 0, max_src = (size_t)cfg->max_positions, max_tgt = max_src - 1;
-    json_t *src_list = json_object_get(root, src_name), *tgt_list = json_object_get(root, tgt_name);
-    for (size_t i = 0; i < job->n; i++) {
-        if (read_sentence(src_list, src_name, i, as_text, cm, 0, max_src, &ids, http_status,
-                          err, err_len) != 0)
-            goto fail;
-        total += ids.len;
-        job->src_tokens += ids.len;
-        if (kind == SRV_SCORE) {
-            if (read_sentence(tgt_list, tgt_name, i, as_text, cm, 1, max_tgt, &ids, http_status,
-                              err, err_len) != 0)
-                goto fail;
-            total += ids.len;
-        }
-    }
-    job->ids = malloc((total + 1) * sizeof *job->ids);
-    if (!job->ids)
+    job->key = key;
+    job->text = l.as_text;
+    job->n = l.n;
+    job->src = calloc(job->n, sizeof *job->src);
+    if (l.has_second)
+        *(kind == SRV_SCORE ? &job->tgt : &job->prefix) = calloc(job->n, sizeof *job->src);
+    if (!job->src || (l.has_second && !job->tgt && !job->prefix))
         goto oom;
-    size_t at = 0;
-    for (size_t i = 0; i < job->n; i++) {
-        read_sentence(src_list, src_name, i, as_text, cm, 0, max_src, &ids, http_status, err,
-                      err_len);
-        memcpy(job->ids + at, ids.ids, ids.len * sizeof *ids.ids);
-        job->src[i] = (tessera_tokens){job->ids + at, ids.len};
-        at += ids.len;
-        if (kind == SRV_SCORE) {
-            read_sentence(tgt_list, tgt_name, i, as_text, cm, 1, max_tgt, &ids, http_status,
-                          err, err_len);
-            memcpy(job->ids + at, ids.ids, ids.len * sizeof *ids.ids);
-            job->tgt[i] = (tessera_tokens){job->ids + at, ids.len};
-            at += ids.len;
-        }
-    }
+    if (read_sentences(root, &l, cm, job, kind == SRV_SCORE ? job->tgt : job->prefix, http_status,
+                       err, err_len) != 0)
+        goto fail;
     for (size_t i = 0; i < job->n; i++)
-        if (check_budget(cm, job, src_name, i, http_status, err, err_len) != 0)
+        if (check_budget(cm, job, l.src, i, http_status, err, err_len) != 0)
             goto fail;
     if (kind == SRV_TRANSLATE)
-        job->hyps = calloc(job->n * (size_t)key.n_best, sizeof *job->hyps);
+        job->hyps = calloc(job->n * (size_t)key.decoding.n_best, sizeof *job->hyps);
     else
         job->logprobs = calloc(job->n, sizeof *job->logprobs);
     if (!job->hyps && !job->logprobs)
         goto oom;
-    free(ids.ids);
     json_decref(root);
     return job;
 oom:
     fail(http_status, 500, err, err_len, "out of memory for the request");
 fail:
-    free(ids.ids);
     json_decref(root);
     srv_job_free(job);
     return NULL;
@@ -353,13 +445,13 @@ void srv_job_free(srv_job *job)
     if (!job)
         return;
     if (job->hyps)
-        tessera_hypotheses_free(job->hyps, job->n * (size_t)job->key.n_best);
+        tessera_hypotheses_free(job->hyps, job->n * (size_t)job->key.decoding.n_best);
     if (job->logprobs)
         tessera_scores_free(job->logprobs, job->n);
-    if (job->src)
-        pthread_cond_destroy(&job->done);
+    pthread_cond_destroy(&job->done);
     free(job->src);
     free(job->tgt);
+    free(job->prefix);
     free(job->ids);
     free(job);
 }
@@ -371,9 +463,11 @@ static json_t *score_json(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* {"ids": [...], "score": s} of one hypothesis, and for a text request its
+/* {"ids": [...], "score": s} of one hypothesis, with return_alignments its
+ * "alignment" (the source position of each id), and for a text request its
  * "text" (a model with tokenizers) or "tokens" (its pieces). */
-static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_model *cm, int as_text)
+static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_model *cm,
+                               const srv_job *job)
 {
     json_t *o = json_object(), *ids = json_array();
     if (!o || !ids) {
@@ -385,7 +479,13 @@ static json_t *hypothesis_json(const tessera_hypothesis *h, const cli_model *cm,
     for (size_t t = 0; !bad && t < h->len; t++)
         bad = json_array_append_new(ids, json_integer(h->ids[t])) != 0;
     bad = bad || json_object_set_new(o, "score", score_json(h->score)) != 0;
-    if (!bad && as_text) {
+    if (!bad && job->key.decoding.return_alignments) {
+        json_t *alignment = json_array();
+        bad = json_object_set_new(o, "alignment", alignment) != 0;
+        for (size_t t = 0; !bad && h->alignment && t < h->len; t++)
+            bad = json_array_append_new(alignment, json_integer(h->alignment[t])) != 0;
+    }
+    if (!bad && job->text) {
         cli_line l = {0};
         char why[256];
         bad = cli_line_side(&l, cm, TESSERA_TARGET, h->ids, h->len, why, sizeof why) != 0 ||
@@ -409,16 +509,16 @@ char *srv_job_answer(const srv_job *job, const cli_model *cm)
                                   list) != 0;
     else
         json_decref(list);
-    size_t K = (size_t)job->key.n_best;
+    size_t K = (size_t)job->key.decoding.n_best;
     for (size_t i = 0; !bad && i < job->n; i++) {
         json_t *item;
         if (job->key.kind == SRV_TRANSLATE) {
-            item = hypothesis_json(&job->hyps[i * K], cm, job->text);
+            item = hypothesis_json(&job->hyps[i * K], cm, job);
             if (item && K > 1) {
                 json_t *all = json_array();
                 bad = !all || json_object_set_new(item, "n_best", all) != 0;
                 for (size_t k = 0; !bad && k < K; k++) {
-                    json_t *h = hypothesis_json(&job->hyps[i * K + k], cm, job->text);
+                    json_t *h = hypothesis_json(&job->hyps[i * K + k], cm, job);
                     bad = !h || json_array_append_new(all, h) != 0;
                 }
             }

@@ -85,12 +85,17 @@ typedef struct srv_settings {
 typedef enum srv_kind { SRV_TRANSLATE, SRV_SCORE } srv_kind;
 
 /* What a job's sentences are decoded with: only sentences with equal keys
- * share a batch. */
+ * (srv_same_key) share a batch. */
 typedef struct srv_key {
     srv_kind kind;
-    int beam, max_len, n_best;
-    float length_penalty;
+    /* translate: the request's options (request.c's table of the fields a
+     * request may set; the rest at their defaults); score: the defaults */
+    tessera_translate_options decoding;
 } srv_key;
+
+/* Whether two jobs' sentences may share a batch: the same kind, and every
+ * decoding option a request may set equal. */
+int srv_same_key(const srv_key *a, const srv_key *b);
 
 /* Why a job stopped before its answer (srv_job.stop). */
 typedef enum srv_stop {
@@ -105,6 +110,7 @@ typedef struct srv_job {
     int text;                  /* given as text: answers carry tokens too */
     size_t n;                  /* sentences */
     tessera_tokens *src, *tgt; /* [n]; tgt for score */
+    tessera_tokens *prefix;    /* translate: [n] target prefixes, or NULL: none */
     int32_t *ids;              /* every sentence's ids, src and tgt point into it */
     size_t src_tokens;         /* sum of source lengths */
     /* Answers, filled by the workers: */

@@ -1,5 +1,6 @@
 /* tessera_translate: validation, batching, and the shared pieces of the
  * decoding strategies. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,88 +12,18 @@
 #include "core/search/decode.h"
 #include "core/search/sources.h"
 
-void tessera_translate_options_init(tessera_translate_options *o)
-{
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->beam = 1;
-    o->max_len = 256;
-    o->length_penalty = 0.0f;
-    o->n_best = 1;
-    o->batch = 1;
-    o->sampling_topk = 1;
-    o->sampling_topp = 1.0f;
-    o->sampling_temperature = 1.0f;
-    o->repetition_penalty = 1.0f;
-    o->end_token = -1;
-}
-
-static int check_options(const tessera_model *m, const tessera_translate_options *o, char *err,
-                         size_t err_len)
-{
-    if (o->beam < 1)
-        return tsr_fail(err, err_len, "beam size %d: must be at least 1", o->beam);
-    if (o->n_best < 1 || o->n_best > o->beam)
-        return tsr_fail(err, err_len, "n-best %d: must be between 1 and the beam size (%d)",
-                        o->n_best, o->beam);
-    if (o->batch < 1)
-        return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
-    if (o->batch_tokens < 0)
-        return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
-    if (o->max_len < 0)
-        return tsr_fail(err, err_len, "max-len %d: must not be negative", o->max_len);
-    if (!(o->length_penalty >= 0.0f && o->length_penalty <= 100.0f))
-        return tsr_fail(err, err_len, "length penalty %g: must be between 0 and 100",
-                        (double)o->length_penalty);
-    if (o->sampling_topk < 0 || o->sampling_topk > TESSERA_SAMPLING_TOPK_MAX)
-        return tsr_fail(err, err_len, "sampling topk %d: must be between 0 and %d",
-                        o->sampling_topk, TESSERA_SAMPLING_TOPK_MAX);
-    if (!(o->sampling_topp > 0.0f && o->sampling_topp <= 1.0f))
-        return tsr_fail(err, err_len, "sampling topp %g: must be in (0, 1]",
-                        (double)o->sampling_topp);
-    if (!(o->sampling_temperature >= 0.001f && o->sampling_temperature <= 100.0f))
-        return tsr_fail(err, err_len, "sampling temperature %g: must be between 0.001 and 100",
-                        (double)o->sampling_temperature);
-    if (o->sampling_topk == 1 && (o->sampling_topp != 1.0f || o->sampling_temperature != 1.0f))
-        return tsr_fail(err, err_len, "sampling topp and temperature need sampling topk 0 or "
-                                      "above 1 (topk 1 is greedy decoding)");
-    if (o->sampling_topk != 1 && o->beam != 1)
-        return tsr_fail(err, err_len, "sampling needs beam 1 (beam is %d)", o->beam);
-    if (o->min_len < 0 || o->min_len > o->max_len)
-        return tsr_fail(err, err_len, "min-len %d: must be between 0 and max-len (%d)",
-                        o->min_len, o->max_len);
-    if (o->no_repeat_ngram < 0 || o->no_repeat_ngram > TESSERA_NO_REPEAT_NGRAM_MAX)
-        return tsr_fail(err, err_len, "no-repeat-ngram %d: must be between 0 and %d",
-                        o->no_repeat_ngram, TESSERA_NO_REPEAT_NGRAM_MAX);
-    if (!(o->repetition_penalty >= 0.01f && o->repetition_penalty <= 100.0f))
-        return tsr_fail(err, err_len, "repetition penalty %g: must be between 0.01 and 100",
-                        (double)o->repetition_penalty);
-    if (o->end_token < -1 || o->end_token >= m->cfg.tgt_vocab_size)
-        return tsr_fail(err, err_len, "end token %d: out of range [0, %d)", o->end_token,
-                        m->cfg.tgt_vocab_size);
-    return 0;
-}
-
-/* Each target prefix: ids in range, no ending token, within the limit. */
+/* Each target prefix (tessera_target_prefix_check), the error naming its
+ * sentence. */
 static int check_prefixes(const tessera_model *m, const tessera_translate_options *o, size_t n,
                           char *err, size_t err_len)
 {
-    size_t limit = tsr_target_limit(m, o);
     for (size_t i = 0; i < n; i++) {
-        const tessera_tokens *p = &o->target_prefix[i];
-        if (p->len > limit)
-            return tsr_fail(err, err_len,
-                            "sentence %zu: target prefix of %zu tokens, more than the %zu "
-                            "target tokens allowed (max-len, max_positions - 1)",
-                            i + 1, p->len, limit);
-        TSR_TRY(tsr_check_tokens(p, 1, m->cfg.tgt_vocab_size, m->cfg.max_positions,
-                                 "target prefix of sentence", i + 1, 1, err, err_len));
-        for (size_t t = 0; t < p->len; t++)
-            if (p->ids[t] == m->cfg.eos_id || p->ids[t] == o->end_token)
-                return tsr_fail(err, err_len,
-                                "sentence %zu: target prefix holds the ending token %d", i + 1,
-                                (int)p->ids[t]);
+        int rc = tessera_target_prefix_check(&m->cfg, o, &o->target_prefix[i], err, err_len);
+        if (rc != 0) {
+            char where[64];
+            snprintf(where, sizeof where, "sentence %zu: target prefix", i + 1);
+            return tsr_fail_prefix(rc, err, err_len, where);
+        }
     }
     return 0;
 }
@@ -216,7 +147,7 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
         return tsr_fail(err, err_len, "translate: %s is NULL",
                         !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
-    TSR_TRY(check_options(m, o, err, err_len));
+    TSR_TRY(tessera_translate_options_check(&m->cfg, o, err, err_len));
     TSR_TRY(tsr_check_sources(m, src, n, o->allow_empty, "sentence", err, err_len));
     if (o->target_prefix)
         TSR_TRY(check_prefixes(m, o, n, err, err_len));

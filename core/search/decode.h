@@ -11,7 +11,8 @@
 /* One batch of sentences to translate: their sources, their target
  * prefixes (NULL: none), and each one's index in the whole input, which
  * keys its random stream for sampling: first_index + order[s] (the call's
- * first_sentence_index, and where the batch took sentence s from). */
+ * first_sentence_index, and where the batch took sentence s from), or the
+ * options' stream_index[order[s]] when the caller gave one per sentence. */
 typedef struct tsr_decode_batch {
     const tessera_tokens *src;
     const tessera_tokens *prefix;

@@ -206,7 +206,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         g.scratch = tsr_malloc(n * V * sizeof *g.scratch);
         sampling_oom = !g.key || !g.draws || !g.scratch;
         for (size_t s = 0; !sampling_oom && s < n; s++)
-            g.key[s] = tsr_sample_key(o->seed, in->first_index + in->order[s]);
+            g.key[s] = tsr_sample_key(o->seed, o->stream_index ? o->stream_index[in->order[s]]
+                                                           : in->first_index + in->order[s]);
     }
     if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom ||
         (o->return_alignments && !g.align)) {

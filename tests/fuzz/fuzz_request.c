@@ -6,8 +6,8 @@
  * readers. A body that is refused must come
  * with an HTTP status of 400, 413 or 500 and a message that srv_error_json
  * can carry (valid UTF-8: it is quoted into the JSON answer); a body that
- * is taken becomes a job whose every source and target lies within the
- * model's limits, and whose answer (with empty hypotheses and zero scores,
+ * is taken becomes a job whose every source, target and target prefix lies
+ * within the model's limits, and whose answer (with empty hypotheses and zero scores,
  * as no model runs here) is valid JSON. */
 #include <jansson.h>
 #include <stdint.h>
@@ -86,6 +86,12 @@ static void parse_as(srv_kind kind, const char *body, size_t len, const cli_mode
         __builtin_trap();
     for (size_t i = 0; i < job->n; i++) {
         check_tokens(&job->src[i], max_positions, cm->cfg->src_vocab_size);
+        if (job->prefix) {
+            check_tokens(&job->prefix[i], max_positions - 1, cm->cfg->tgt_vocab_size);
+            for (size_t k = 0; k < job->prefix[i].len; k++)
+                if (job->prefix[i].ids[k] == cm->cfg->eos_id)
+                    __builtin_trap(); /* a prefix that ends before it starts */
+        }
         if (kind == SRV_SCORE) {
             check_tokens(&job->tgt[i], max_positions - 1, cm->cfg->tgt_vocab_size);
             job->logprobs[i] = calloc(job->tgt[i].len + 1, sizeof **job->logprobs);
