@@ -55,15 +55,13 @@ int tsr_kv_cache_reserve(tsr_kv_cache *c, size_t slot, size_t positions)
     return 0;
 }
 
-int tsr_kv_cache_copy(tsr_kv_cache *c, size_t dst, size_t src)
+void tsr_kv_cache_copy_layer(tsr_kv_cache *c, size_t dst, size_t src, size_t layer)
 {
     size_t n = c->len[src];
-    TSR_TRY(tsr_kv_cache_reserve(c, dst, n));
-    for (size_t l = 0; l < c->n_layers; l++)
-        memcpy(tsr_kv_cache_layer(c, dst, l), tsr_kv_cache_layer(c, src, l),
-               n * 2 * c->d * sizeof(float));
-    c->len[dst] = n;
-    return 0;
+    memcpy(tsr_kv_cache_layer(c, dst, layer), tsr_kv_cache_layer(c, src, layer),
+           n * 2 * c->d * sizeof(float));
+    if (layer == 0)
+        c->len[dst] = n;
 }
 
 size_t tsr_kv_cache_plan(size_t slots, size_t layers, size_t d, size_t positions)

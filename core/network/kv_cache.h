@@ -26,9 +26,12 @@ static inline float *tsr_kv_cache_layer(const tsr_kv_cache *c, size_t slot, size
     return c->rows[slot * c->n_layers + layer];
 }
 
-/* Makes slot dst a copy of slot src (its len positions in every layer), for
- * a beam hypothesis whose parent has more than one surviving child. */
-int tsr_kv_cache_copy(tsr_kv_cache *c, size_t dst, size_t src);
+/* Makes layer `layer` of slot dst a copy of slot src's (its len positions),
+ * for a beam hypothesis whose parent has more than one surviving child;
+ * dst must have room (tsr_kv_cache_reserve). Copying layer 0 sets dst's
+ * length. Copies into distinct slots from slots no copy writes may run on
+ * several threads at once. */
+void tsr_kv_cache_copy_layer(tsr_kv_cache *c, size_t dst, size_t src, size_t layer);
 
 /* The memory (core/runtime/plan.h) of a cache of `slots` slots grown to
  * `positions` positions. */

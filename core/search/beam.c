@@ -80,6 +80,8 @@ typedef struct search {
     candidate *cands; /* [N * 2N]: a sentence's rows' pairs, merged */
     hyp *next_hyps;   /* [N]: a sentence's hypotheses being selected */
     size_t *parent_slot;
+    size_t *copies;   /* [rows][2]: the step's cache copies, destination and source slot */
+    size_t n_copies;
     tsr_decode_seq *seqs;
     int32_t *next;
     tsr_decoder dec;
@@ -187,7 +189,8 @@ static void sort_candidates(candidate *c, size_t n)
 }
 
 /* Gives each new live hypothesis a KV slot: the first child of a parent keeps
- * the parent's slot, later children copy the parent's cache into a free one. */
+ * the parent's slot, later children get a free one, into which the parent's
+ * cache is copied (noted in b->copies). */
 static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *parent_slot,
                         size_t n_next)
 {
@@ -213,7 +216,13 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
             free_slot++;
         used[free_slot] = 1;
         next[j].slot = base + free_slot;
-        rc = tsr_kv_cache_copy(&b->dec.cache, next[j].slot, parent_slot[j]);
+        /* Room now; the bytes after every sentence is selected, by the team
+         * (copy_caches). No destination is a source: a parent's slot is
+         * claimed by its first child. */
+        rc = tsr_kv_cache_reserve(&b->dec.cache, next[j].slot, b->dec.cache.len[parent_slot[j]]);
+        b->copies[2 * b->n_copies] = next[j].slot;
+        b->copies[2 * b->n_copies + 1] = parent_slot[j];
+        b->n_copies++;
     }
     if (used != claimed)
         tsr_free(used);
@@ -283,6 +292,27 @@ static int select_sentence(search *b, size_t si, size_t row0)
     return 0;
 }
 
+/* The step's cache copies, a layer of one copy at a time spread over the
+ * team: late in a long sentence they are megabytes a step, which one thread
+ * alone would make the search's largest serial part. */
+static void copy_caches(search *b)
+{
+    tsr_kv_cache *c = &b->dec.cache;
+    long parts = (long)(b->n_copies * c->n_layers);
+    if (parts == 0)
+        return;
+#pragma omp parallel num_threads(b->ex->threads)
+    {
+        double began = tsr_work_begin(b->ex);
+#pragma omp for schedule(dynamic, 1)
+        for (long p = 0; p < parts; p++) {
+            size_t j = (size_t)p / c->n_layers, l = (size_t)p % c->n_layers;
+            tsr_kv_cache_copy_layer(c, b->copies[2 * j], b->copies[2 * j + 1], l);
+        }
+        tsr_work_end(b->ex, began);
+    }
+}
+
 static int step(search *b, char *err, size_t err_len)
 {
     size_t rows = 0;
@@ -331,6 +361,7 @@ static int step(search *b, char *err, size_t err_len)
         tsr_work_end(b->ex, began);
     }
     size_t row = 0;
+    b->n_copies = 0;
     for (size_t si = 0; si < b->n; si++) {
         sentence *s = &b->sent[si];
         if (s->done)
@@ -340,6 +371,7 @@ static int step(search *b, char *err, size_t err_len)
             return tsr_fail_oom(err, err_len, "out of memory in beam search");
         row += n_live;
     }
+    copy_caches(b);
     return 0;
 }
 
@@ -387,7 +419,8 @@ static int init(search *b, char *err, size_t err_len)
     b->next = tsr_malloc(n * N * sizeof *b->next);
     b->next_hyps = tsr_malloc(N * sizeof *b->next_hyps);
     b->parent_slot = tsr_malloc(N * sizeof *b->parent_slot);
-    if (!b->sent || !b->live_pool || !b->cands || !b->tops || !b->n_top || !b->row_hyp ||
+    b->copies = tsr_malloc(n * N * 2 * sizeof *b->copies);
+    if (!b->copies || !b->sent || !b->live_pool || !b->cands || !b->tops || !b->n_top || !b->row_hyp ||
         !b->row_score || !b->seqs || !b->next || !b->next_hyps ||
         !b->parent_slot ||
         tsr_buffer_reserve(&b->logits, n * N * b->V) != 0)
@@ -438,6 +471,7 @@ static void release(search *b)
     tsr_free(b->next);
     tsr_free(b->next_hyps);
     tsr_free(b->parent_slot);
+    tsr_free(b->copies);
     tsr_buffer_free(&b->logits);
 }
 
@@ -459,6 +493,7 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
         state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, per_row[i])));
     state = tsr_plan_add(state, tsr_plan_block(N * sizeof(hyp)));
     state = tsr_plan_add(state, tsr_plan_block(N * sizeof(size_t)));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, 2 * sizeof(size_t))));
     state = tsr_plan_add(state, tsr_plan_buffer(tsr_plan_mul(rows, V)));
     size_t history = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(N, limit) + 1, sizeof(int32_t)));
     size_t histories = o->return_alignments ? 4 : 2;
