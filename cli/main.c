@@ -32,9 +32,9 @@ static void usage(FILE *f)
             "TESSERA_MODELS_PATH's directories, then in %s).\n"
             "\n"
             "'tessera COMMAND --help' describes each command's options.\n"
-            "Environment: TESSERA_ISA=scalar|avx2|avx512|neon forces a kernel set (by\n"
-            "default the best this CPU runs: avx512, then avx2, then scalar; neon on\n"
-            "AArch64); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
+            "Environment: TESSERA_ISA=NAME forces a kernel set ('tessera info' lists\n"
+            "them and which this build and CPU can run; by default tessera takes the\n"
+            "best of those); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
             "(colon-separated directories) is searched for models before the installed ones.\n",
 #ifdef HAVE_MICROHTTPD
             "",

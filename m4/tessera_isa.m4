@@ -86,6 +86,9 @@ AC_DEFUN([TESSERA_CHECK_AVX512_EMULATED], [
     CFLAGS=$tessera_save_CFLAGS
     AC_MSG_RESULT([$tessera_avx512_emulated])
   ])
+  AS_IF([test "x$tessera_avx512_emulated" = "xyes"],
+        [AC_DEFINE([HAVE_KERNELS_AVX512_EMULATED], [1],
+                   [the test-only avx512-emulated kernel set is built])])
   AM_CONDITIONAL([BUILD_AVX512_EMULATED], [test "x$tessera_avx512_emulated" = "xyes"])
 ])
 

@@ -3,7 +3,7 @@
  * machine rather than taken from a data sheet (a VM's clock and a shared
  * socket's bandwidth are whatever they are today):
  *
- *   peak       the FMA throughput of each kernel set's loop (perf/peak-*.c),
+ *   peak       the FMA throughput of each kernel set's loop (its row's fma_peak),
  *              best of many 2 ms runs on every thread asked for (peak.c); with
  *              --type int8, also the int8 throughput of the set's int8
  *              kernel's instructions (perf/peak-int8-*.c), measured alike;
@@ -23,6 +23,7 @@
 #include "base/memory.h"
 #include "perf/perf.h"
 #include "simd/gemm/gemm.h"
+#include "simd/sets.h"
 
 /* Streams per thread for the bandwidth figure. One sequential stream leaves
  * bandwidth unused on Zen 3 (the prefetchers keep too few lines in flight:
@@ -32,21 +33,8 @@
 
 perf_fma_loop_fn perf_fma_loop_for(const char *isa)
 {
-    if (strcmp(isa, "scalar") == 0)
-        return perf_fma_loop__scalar;
-#ifdef HAVE_KERNELS_AVX2
-    if (strcmp(isa, "avx2") == 0)
-        return perf_fma_loop__avx2;
-#endif
-#ifdef HAVE_KERNELS_AVX512
-    if (strcmp(isa, "avx512") == 0)
-        return perf_fma_loop__avx512;
-#endif
-#ifdef HAVE_KERNELS_NEON
-    if (strcmp(isa, "neon") == 0)
-        return perf_fma_loop__neon;
-#endif
-    return NULL;
+    const tsr_kernel_set *set = tsr_kernel_set_find(isa);
+    return set && set->init ? set->fma_peak : NULL;
 }
 
 perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set)

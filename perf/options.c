@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "perf/perf.h"
+#include "simd/sets.h"
 
 static const struct {
     const char *name;
@@ -21,6 +22,8 @@ static const struct {
 
 static void usage(FILE *f)
 {
+    char sets[256];
+    tsr_kernel_set_list(sets, sizeof sets);
     fprintf(f,
             "Usage: tessera-perf [OPTIONS]\n"
             "\n"
@@ -31,7 +34,7 @@ static void usage(FILE *f)
             "Options:\n"
             "  --op LIST        comma-separated: gemm, ffn, attention, layernorm, softmax,\n"
             "                   activation, embed, widen, or all (default all)\n"
-            "  --isa NAME       time one kernel set only (scalar, avx2, avx512, neon)\n"
+            "  --isa NAME       time one kernel set only (%s)\n"
             "  --threads N      threads for tessera's kernels and the peers (default 1)\n"
             "  --type f32|bf16|int8  how tessera holds the gemm and ffn weights (default\n"
             "                   f32); with bf16 every candidate, peers too, multiplies by\n"
@@ -54,7 +57,8 @@ static void usage(FILE *f)
             "  --no-peers       skip OpenBLAS / oneDNN even when built with them\n"
             "  --no-ceilings    skip measuring the FMA peaks and the bandwidth (no pct_*\n"
             "                   fields): for profiling a case alone (perf/perf-compare.sh)\n"
-            "  -h, --help       this help\n");
+            "  -h, --help       this help\n",
+            sets);
 }
 
 static int parse_ops(const char *arg, unsigned *ops, int *dims)

@@ -1,6 +1,6 @@
 /*
- * The FMA peak, one loop (perf/peak-*.c) run on every thread asked for, in
- * two uses that share how a run is sized and run:
+ * The FMA peak, one loop (simd/SET/fma-peak.c) run on every thread asked
+ * for, in two uses that share how a run is sized and run:
  *
  *   at start    perf_measure_peak: the best of many 2 ms runs, a ceiling
  *               found in the quietest moment of half a second (pct_peak);

@@ -51,7 +51,9 @@ int perf_parse_options(int argc, char **argv, perf_options *o);
 
 /* ---- The measured machine ------------------------------------------------ */
 
-#define PERF_MAX_SETS 4
+/* Sets timed at most: the rows of simd/sets.c (tessera-perf says when a set
+ * is left out for want of room). */
+#define PERF_MAX_SETS 16
 
 typedef struct perf_machine {
     size_t n_sets;
@@ -67,14 +69,11 @@ typedef struct perf_machine {
     size_t stream_bytes;                    /* size read to measure it */
 } perf_machine;
 
-/* One FMA loop per set, compiled with that set's flags (perf/peak-*.c): runs
- * `iterations` rounds over independent accumulators and returns the number of
- * floating-point operations done (a fused multiply-add counts two). */
+/* One FMA loop per set, compiled with that set's flags and named by its row
+ * (simd/sets.h, fma_peak: simd/SET/fma-peak.c): runs `iterations` rounds
+ * over independent accumulators and returns the number of floating-point
+ * operations done (a fused multiply-add counts two). */
 typedef double (*perf_fma_loop_fn)(uint64_t iterations);
-double perf_fma_loop__scalar(uint64_t iterations);
-double perf_fma_loop__avx2(uint64_t iterations);
-double perf_fma_loop__avx512(uint64_t iterations);
-double perf_fma_loop__neon(uint64_t iterations);
 
 /* The FMA loop of the named set, or NULL when this build has none. */
 perf_fma_loop_fn perf_fma_loop_for(const char *isa);

@@ -81,7 +81,7 @@ static int measure_sets(const perf_options *o, perf_machine *mc)
     }
     mc->scalar = tsr_kernels_lookup("scalar", why, sizeof why);
     for (size_t i = 0; i < tsr_kernel_set_count; i++) {
-        const char *name = tsr_kernel_set_names[i];
+        const char *name = tsr_kernel_sets[i].name;
         int chosen = !o->isa || strcmp(o->isa, name) == 0;
         const tsr_kernels *t = tsr_kernels_lookup(name, why, sizeof why);
         if (!t) {
@@ -98,7 +98,10 @@ static int measure_sets(const perf_options *o, perf_machine *mc)
             mc->best_peak = peak;
             mc->best_peak_isa = name;
         }
-        if (chosen && mc->n_sets < PERF_MAX_SETS) {
+        if (chosen && mc->n_sets == PERF_MAX_SETS)
+            printf("# isa=%s not timed: tessera-perf times %d sets at most (PERF_MAX_SETS)\n",
+                   name, PERF_MAX_SETS);
+        else if (chosen) {
             mc->sets[mc->n_sets] = t;
             mc->peak_int8[mc->n_sets] = o->ceilings && o->weight_type == TSR_WEIGHTS_INT8
                                             ? measure_int8_peak(o, t)

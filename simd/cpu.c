@@ -6,6 +6,7 @@
 #include "simd/cpu.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -139,22 +140,42 @@ const tsr_cpu_features *tsr_cpu_features_get(void)
     return &features;
 }
 
+#define FEATURE(field, what) {#field, offsetof(tsr_cpu_features, field), what}
+const tsr_cpu_feature tsr_cpu_feature_list[] = {
+    FEATURE(avx, NULL),        FEATURE(avx2, NULL),       FEATURE(fma, NULL),
+    FEATURE(f16c, NULL),       FEATURE(avx512f, NULL),    FEATURE(avx512bw, NULL),
+    FEATURE(avx512dq, NULL),   FEATURE(avx512vl, NULL),   FEATURE(avx512vnni, NULL),
+    FEATURE(avxvnni, NULL),    FEATURE(neon, "AArch64 Advanced SIMD"),
+    {"dotprod", offsetof(tsr_cpu_features, neon_dot), "ARMv8.2 dot product"},
+};
+#undef FEATURE
+const size_t tsr_cpu_feature_count = sizeof tsr_cpu_feature_list / sizeof tsr_cpu_feature_list[0];
+
+const tsr_cpu_feature *tsr_cpu_feature_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < tsr_cpu_feature_count; i++)
+        if (strlen(tsr_cpu_feature_list[i].name) == len &&
+            strncmp(tsr_cpu_feature_list[i].name, name, len) == 0)
+            return &tsr_cpu_feature_list[i];
+    return NULL;
+}
+
+int tsr_cpu_has(const tsr_cpu_features *f, const tsr_cpu_feature *feature)
+{
+    return *(const int *)((const char *)f + feature->offset) != 0;
+}
+
 void tsr_cpu_features_describe(const tsr_cpu_features *f, char *buf, size_t len)
 {
-    struct { const char *name; int on; } list[] = {
-        {"avx", f->avx},           {"avx2", f->avx2},         {"fma", f->fma},
-        {"f16c", f->f16c},         {"avx512f", f->avx512f},   {"avx512bw", f->avx512bw},
-        {"avx512dq", f->avx512dq}, {"avx512vl", f->avx512vl}, {"avx512vnni", f->avx512vnni},
-        {"avxvnni", f->avxvnni},   {"neon", f->neon},         {"dotprod", f->neon_dot},
-    };
     size_t used = 0;
     if (len == 0)
         return;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
-        if (!list[i].on)
+    for (size_t i = 0; i < tsr_cpu_feature_count; i++) {
+        if (!tsr_cpu_has(f, &tsr_cpu_feature_list[i]))
             continue;
-        int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "", list[i].name);
+        int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+                         tsr_cpu_feature_list[i].name);
         if (n < 0 || (size_t)n >= len - used)
             break;
         used += (size_t)n;

@@ -19,6 +19,24 @@ typedef struct tsr_cpu_features {
  * the first call returns (call it once before starting threads). */
 const tsr_cpu_features *tsr_cpu_features_get(void);
 
+/* A feature by name: the words kernel sets list as their needs
+ * (simd/sets.c) and tsr_cpu_features_describe prints. */
+typedef struct tsr_cpu_feature {
+    const char *name;  /* "avx2", "avx512bw", "dotprod", ... */
+    size_t offset;     /* of its int in tsr_cpu_features */
+    const char *what;  /* a longer name for messages, or NULL */
+} tsr_cpu_feature;
+
+/* Every feature tsr_cpu_features has, in the order describe lists them. */
+extern const tsr_cpu_feature tsr_cpu_feature_list[];
+extern const size_t tsr_cpu_feature_count;
+
+/* The feature whose name is the `len` characters at name, or NULL. */
+const tsr_cpu_feature *tsr_cpu_feature_find(const char *name, size_t len);
+
+/* Whether f has the feature. */
+int tsr_cpu_has(const tsr_cpu_features *f, const tsr_cpu_feature *feature);
+
 /* Space-separated list of the features found, e.g. "avx avx2 fma f16c". */
 void tsr_cpu_features_describe(const tsr_cpu_features *f, char *buf, size_t len);
 

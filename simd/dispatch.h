@@ -6,11 +6,7 @@
 #include <stddef.h>
 
 #include "simd/kernels.h"
-
-/* All kernel sets tessera knows, best last: "scalar", "avx2", "avx512", "neon"
- * (and, in the tests' build only, "avx512-emulated" after them). */
-extern const char *const tsr_kernel_set_names[];
-extern const size_t tsr_kernel_set_count;
+#include "simd/sets.h" /* the sets: tsr_kernel_sets, their initialisers */
 
 /* The table of the named set. Returns NULL and writes why into `why` (for
  * example "not built into this tessera" or "this CPU lacks avx512bw") when the
@@ -22,14 +18,5 @@ const tsr_kernels *tsr_kernels_lookup(const char *name, char *why, size_t why_le
  * Returns NULL with a one-line message in err on error. The choice is made on
  * the first call and remembered. */
 const tsr_kernels *tsr_kernels_select(char *err, size_t err_len);
-
-/* Table initialisers, one per set. A set starts from the scalar entries and
- * overrides those it has. */
-void tsr_kernels_init_scalar(tsr_kernels *t);
-void tsr_kernels_init_avx2(tsr_kernels *t);
-void tsr_kernels_init_avx512(tsr_kernels *t);
-void tsr_kernels_init_neon(tsr_kernels *t);
-/* The test-only emulated avx512 set (simd/avx512/intrinsics.h). */
-void tsr_kernels_init_avx512_emulated(tsr_kernels *t);
 
 #endif

@@ -115,7 +115,7 @@ static size_t make_cases(golden_case *out)
     static const int batches[] = {1, 8};
     size_t n = 0;
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_set_names[s]); m++)
+        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++)
             for (size_t k = 0; k < 2; k++)
                 for (int tokens = 0; tokens < 2; tokens++)
                     for (size_t b = 0; b < 2; b++) {
@@ -124,7 +124,7 @@ static size_t make_cases(golden_case *out)
                         if (out) {
                             golden_case *c = &out[n];
                             memset(c, 0, sizeof *c);
-                            snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_set_names[s]);
+                            snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_sets[s].name);
                             snprintf(c->model, sizeof c->model, "%s", golden_model(m));
                             snprintf(c->kind, sizeof c->kind, "%s", kinds[k]);
                             snprintf(c->suffix, sizeof c->suffix, "%s", tokens ? ".tokens" : "");
@@ -254,11 +254,11 @@ ParameterizedTestParameters(golden, beam_batch_invariance)
 {
     size_t n = 0;
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        n += golden_model_count(tsr_kernel_set_names[s]);
+        n += golden_model_count(tsr_kernel_sets[s].name);
     beam_case *cases = cr_malloc(n * sizeof *cases);
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_set_names[s]); m++, i++) {
-            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++, i++) {
+            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
             snprintf(cases[i].model, sizeof cases[i].model, "%s", golden_model(m));
         }
     return cr_make_param_array(beam_case, cases, n, free_params);
@@ -366,13 +366,13 @@ static size_t make_beam_cases(golden_case *out)
     static const int batches[] = {1, 8};
     size_t n = 0;
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_set_names[s]); m++)
+        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++)
             for (size_t b = 0; b < 2; b++, n++) {
                 if (!out)
                     continue;
                 golden_case *c = &out[n];
                 memset(c, 0, sizeof *c);
-                snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_sets[s].name);
                 snprintf(c->model, sizeof c->model, "%s", golden_model(m));
                 snprintf(c->kind, sizeof c->kind, "translate");
                 snprintf(c->suffix, sizeof c->suffix, ".beam");
@@ -493,7 +493,7 @@ ParameterizedTestParameters(golden, encode_against_pytorch)
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
         for (size_t m = 0; m < n_models; m++)
             for (size_t p = 0; p < 3; p++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s",
                          m + 1 < n_models ? models[m] : ENCODER_ONLY);
                 snprintf(cases[i].pool, sizeof cases[i].pool, "%s", pools[p]);
@@ -592,7 +592,7 @@ ParameterizedTestParameters(golden, options_against_pytorch)
         for (size_t m = 0; m < n_models; m++)
             for (size_t k = 0; k < n_cases; k++, i++) {
                 memset(&cases[i], 0, sizeof cases[i]);
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", option_models[m]);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "translate");
                 snprintf(cases[i].suffix, sizeof cases[i].suffix, "%s", option_cases[k]);

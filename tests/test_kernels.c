@@ -35,7 +35,7 @@
 #define MAX_SETS 8
 
 typedef struct set_param {
-    size_t index; /* into tsr_kernel_set_names */
+    size_t index; /* into tsr_kernel_sets */
 } set_param;
 
 static set_param every_set[MAX_SETS] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
@@ -49,7 +49,7 @@ static struct criterion_test_params each_set(void)
 /* The table of the set, or the test ends as skipped saying why. */
 static const tsr_kernels *set_or_skip(const set_param *p)
 {
-    return test_kernel_set_or_skip(tsr_kernel_set_names[p->index]);
+    return test_kernel_set_or_skip(tsr_kernel_sets[p->index].name);
 }
 
 /* ---- Buffers with a NaN sentinel around the data --------------------------- */
@@ -236,7 +236,7 @@ ParameterizedTestParameters(kernels, table)
 ParameterizedTest(set_param *p, kernels, table)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
     cr_assert_str_eq(ks->name, set, "[%s] table names itself '%s'", set, ks->name);
     cr_assert(ks->linear_n_align >= 1 && ks->ffn_block_rows >= 1,
               "[%s] linear_n_align %zu, ffn_block_rows %zu", set, ks->linear_n_align,
@@ -395,7 +395,7 @@ ParameterizedTestParameters(kernels, linear)
 ParameterizedTest(set_param *p, kernels, linear)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
         const linear_shape *s = &linear_shapes[si];
@@ -444,7 +444,7 @@ ParameterizedTestParameters(kernels, linear_bf16)
 ParameterizedTest(set_param *p, kernels, linear_bf16)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof linear_shapes / sizeof *linear_shapes; si++) {
         const linear_shape *s = &linear_shapes[si];
@@ -581,7 +581,7 @@ ParameterizedTestParameters(kernels, linear_int8)
 ParameterizedTest(set_param *p, kernels, linear_int8)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     check_linear_int8(ks, set);
     if (!ks->gemm) {
@@ -622,7 +622,7 @@ ParameterizedTestParameters(kernels, linear_small_blocks)
 ParameterizedTest(set_param *p, kernels, linear_small_blocks)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
     if (!ks->gemm) {
         fprintf(stderr, "kernels/linear_small_blocks [%s]: not on the GEMM frame\n", set);
         return;
@@ -770,7 +770,7 @@ ParameterizedTestParameters(kernels, ffn)
 ParameterizedTest(set_param *p, kernels, ffn)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof ffn_shapes / sizeof *ffn_shapes; si++) {
         const ffn_shape *s = &ffn_shapes[si];
@@ -874,7 +874,7 @@ ParameterizedTestParameters(kernels, attention)
 ParameterizedTest(set_param *p, kernels, attention)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof attention_shapes / sizeof *attention_shapes; si++) {
         const attention_shape *s = &attention_shapes[si];
@@ -987,7 +987,7 @@ ParameterizedTestParameters(kernels, alignment_of_row)
 ParameterizedTest(set_param *p, kernels, alignment_of_row)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
     size_t checked = 0;
     for (size_t si = 0; si < sizeof alignment_shapes / sizeof *alignment_shapes; si++) {
         const alignment_shape *s = &alignment_shapes[si];
@@ -1094,7 +1094,7 @@ ParameterizedTestParameters(kernels, add_layernorm)
 ParameterizedTest(set_param *p, kernels, add_layernorm)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof layernorm_shapes / sizeof *layernorm_shapes; si++) {
         const layernorm_shape *s = &layernorm_shapes[si];
@@ -1197,7 +1197,7 @@ ParameterizedTest(set_param *p, kernels, activate)
                                    TSR_ACT_SILU, TSR_ACT_GELU_TANH, TSR_ACT_GELU_SIGMOID};
     for (size_t si = 0; si < N_ROW_SIZES; si++)
         for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
-            check_activation(ks, acts[a], row_sizes[si], si, tsr_kernel_set_names[p->index]);
+            check_activation(ks, acts[a], row_sizes[si], si, tsr_kernel_sets[p->index].name);
 }
 
 /* Logits: uniform in [-10, 10) around an offset (large offsets overflow an
@@ -1224,7 +1224,7 @@ ParameterizedTestParameters(kernels, log_softmax)
 ParameterizedTest(set_param *p, kernels, log_softmax)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < N_ROW_SIZES; si++) {
         for (size_t v = 0; v < 4; v++) {
@@ -1266,7 +1266,7 @@ ParameterizedTestParameters(kernels, logsumexp)
 ParameterizedTest(set_param *p, kernels, logsumexp)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < N_ROW_SIZES; si++) {
         for (size_t v = 0; v < 4; v++) {
@@ -1299,7 +1299,7 @@ ParameterizedTestParameters(kernels, argmax)
 ParameterizedTest(set_param *p, kernels, argmax)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < N_ROW_SIZES; si++) {
         size_t n = row_sizes[si];
@@ -1380,7 +1380,7 @@ ParameterizedTestParameters(kernels, embed)
 ParameterizedTest(set_param *p, kernels, embed)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof embed_shapes / sizeof *embed_shapes; si++) {
         const embed_shape *s = &embed_shapes[si];
@@ -1435,7 +1435,7 @@ ParameterizedTestParameters(kernels, embed_packed)
 ParameterizedTest(set_param *p, kernels, embed_packed)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    const char *set = tsr_kernel_set_names[p->index];
+    const char *set = tsr_kernel_sets[p->index].name;
 
     for (size_t si = 0; si < sizeof embed_shapes / sizeof *embed_shapes; si++) {
         const embed_shape *s = &embed_shapes[si];
@@ -1520,7 +1520,7 @@ ParameterizedTestParameters(kernels, f16_to_f32)
 ParameterizedTest(set_param *p, kernels, f16_to_f32)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    check_widen(ks->f16_to_f32, ref_f16_value, tsr_kernel_set_names[p->index], "f16_to_f32");
+    check_widen(ks->f16_to_f32, ref_f16_value, tsr_kernel_sets[p->index].name, "f16_to_f32");
 }
 
 ParameterizedTestParameters(kernels, bf16_to_f32)
@@ -1531,7 +1531,7 @@ ParameterizedTestParameters(kernels, bf16_to_f32)
 ParameterizedTest(set_param *p, kernels, bf16_to_f32)
 {
     const tsr_kernels *ks = set_or_skip(p);
-    check_widen(ks->bf16_to_f32, ref_bf16_value, tsr_kernel_set_names[p->index], "bf16_to_f32");
+    check_widen(ks->bf16_to_f32, ref_bf16_value, tsr_kernel_sets[p->index].name, "bf16_to_f32");
 }
 
 Test(kernels, every_set_is_tested)

@@ -1320,7 +1320,7 @@ ParameterizedTestParameters(packed, same_bytes_whatever_the_dtype_and_threads)
 {
     set_case *cases = cr_malloc(tsr_kernel_set_count * sizeof *cases);
     for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        snprintf(cases[s].isa, sizeof cases[s].isa, "%s", tsr_kernel_set_names[s]);
+        snprintf(cases[s].isa, sizeof cases[s].isa, "%s", tsr_kernel_sets[s].name);
     return cr_make_param_array(set_case, cases, tsr_kernel_set_count, free_set_cases);
 }
 

@@ -33,7 +33,7 @@ ParameterizedTestParameters(threads, output_independent_of_threads)
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
         for (size_t k = 0; k < 3; k++)
             for (size_t t = 0; t < 3; t++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", MODEL);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "%s", types[t]);
@@ -126,7 +126,7 @@ ParameterizedTestParameters(threads, layer_norm_forms_independent_of_threads)
     for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
         for (size_t m = 0; m < 2; m++)
             for (size_t k = 0; k < 2; k++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_set_names[s]);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "f32");

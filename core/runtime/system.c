@@ -28,7 +28,7 @@ int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len)
     tsr_cpu_features_describe(f, line, sizeof line);
     tsr_text_add(&t, "cpu: %s; features: %s\n", f->arch, line);
     for (size_t i = 0; i < tsr_kernel_set_count; i++) {
-        const char *name = tsr_kernel_set_names[i];
+        const char *name = tsr_kernel_sets[i].name;
         if (tsr_kernels_lookup(name, line, sizeof line))
             tsr_text_add(&t, "kernel set %-7s usable\n", name);
         else

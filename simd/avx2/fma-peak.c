@@ -1,6 +1,6 @@
 /*
- * The FMA peak of the avx2 set: compiled with $(CFLAGS_AVX2) into a
- * perf-only convenience library.
+ * The FMA peak of the avx2 set, for tessera-perf's pct_peak: compiled with
+ * $(CFLAGS_AVX2) in the set's library, named by the set's row (simd/sets.c).
  *
  * Zen 3 and the Intel cores since Haswell have two 256-bit FMA pipes with a
  * latency of 4 (Zen 3) or 4-5 (Intel) cycles, so 8-10 independent chains keep
@@ -11,9 +11,9 @@
  */
 #include <immintrin.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
-double perf_fma_loop__avx2(uint64_t iterations)
+double tsr_fma_peak__avx2(uint64_t iterations)
 {
     const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
     __m256 a0 = _mm256_set1_ps(0.00f), a1 = _mm256_set1_ps(0.01f), a2 = _mm256_set1_ps(0.02f);

@@ -1,6 +1,6 @@
 /*
- * The FMA peak of the avx512 set: compiled with $(CFLAGS_AVX512) into a
- * perf-only convenience library.
+ * The FMA peak of the avx512 set, for tessera-perf's pct_peak: compiled with
+ * $(CFLAGS_AVX512) in the set's library, named by the set's row (simd/sets.c).
  *
  * The AVX-512 server cores (Skylake-SP to Granite Rapids with two 512-bit FMA
  * ports, Zen 4 with one double-pumped 512-bit pipe pair, Zen 5 with two
@@ -12,11 +12,11 @@
  */
 #include <immintrin.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 16
 
-double perf_fma_loop__avx512(uint64_t iterations)
+double tsr_fma_peak__avx512(uint64_t iterations)
 {
     const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
     __m512 acc[CHAINS];

@@ -1,6 +1,7 @@
 /*
  * The FMA peak of plain C: twelve independent multiply-add chains on single
- * floats, compiled at the baseline flags like the scalar kernel set.
+ * floats, compiled at the baseline flags like the scalar kernel set, for
+ * tessera-perf's pct_peak (named by the set's row, simd/sets.c).
  *
  * Each chain is a = a * m + c; without FMA in the baseline (x86-64) that is a
  * multiply and an add, six cycles of latency on Zen 3, whose two multiply and
@@ -11,9 +12,9 @@
  * in registers and finds nothing to vectorise, which is the point (this is
  * the ceiling of one-lane code).
  */
-#include "perf/perf.h"
+#include "simd/sets.h"
 
-double perf_fma_loop__scalar(uint64_t iterations)
+double tsr_fma_peak__scalar(uint64_t iterations)
 {
     const float m = 0.999f, c = 0.001f;
     float a0 = 0.00f, a1 = 0.01f, a2 = 0.02f, a3 = 0.03f, a4 = 0.04f, a5 = 0.05f;

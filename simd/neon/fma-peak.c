@@ -1,6 +1,7 @@
 /*
  * The FMA peak of the neon set (AArch64 Advanced SIMD), compiled with
- * $(CFLAGS_NEON) into a perf-only convenience library.
+ * $(CFLAGS_NEON) in the set's library, for tessera-perf's pct_peak; named
+ * by the set's row (simd/sets.c).
  *
  * Cores from Cortex-A76 / Neoverse N1 up to Neoverse V2 have two to four
  * 128-bit FMA pipes with a latency of 4 cycles: up to 16 chains in flight.
@@ -11,9 +12,9 @@
  */
 #include <arm_neon.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
-double perf_fma_loop__neon(uint64_t iterations)
+double tsr_fma_peak__neon(uint64_t iterations)
 {
     const float32x4_t m = vdupq_n_f32(0.999f), c = vdupq_n_f32(0.001f);
     float32x4_t a0 = vdupq_n_f32(0.00f), a1 = vdupq_n_f32(0.01f), a2 = vdupq_n_f32(0.02f);
