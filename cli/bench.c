@@ -241,7 +241,8 @@ static void add_stats(tessera_runtime_stats *sum, const tessera_runtime_stats *o
  * lengths of its own); per run. Then the serial share: the time the
  * runtime's leader spent outside work divided among its threads. */
 static void print_work(const tessera_model *m, const bench_case *bc, const bench_options *o, int n,
-                       int real, const tessera_runtime_stats *runs, int repeat)
+                       int real, const tessera_runtime_stats *runs, int repeat,
+                       const tessera_limits *limits, double median_ms)
 {
     cli_bench_work w = {runs->f32_flops / repeat, runs->i8_ops / repeat, runs->bytes / repeat};
     int modeled = !real && !bc->text;
@@ -253,17 +254,25 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
         };
         cli_bench_work_of(tessera_model_config(m), tessera_model_compute_type(m), &shape, &w);
     }
-    printf(" work=%s f32_flops=%.4g i8_ops=%.4g bytes=%.4g serial_pct=%.2f\n",
+    printf(" work=%s f32_flops=%.4g i8_ops=%.4g bytes=%.4g serial_pct=%.2f",
            modeled ? "modeled" : "counted", w.f32_flops, w.i8_ops, w.bytes,
            runs->seconds > 0 ? 100.0 * (runs->seconds - runs->divided_seconds) / runs->seconds
                              : 0.0);
+    const tessera_config *c = tessera_model_config(m);
+    cli_bench_bound_of b;
+    cli_bench_bound(&w, cli_bench_weight_bytes(c, tessera_model_compute_type(m)), limits, &b);
+    if (b.seconds > 0)
+        printf(" bound_ms=%.3f limit=%s pct_limit=%.1f\n", 1e3 * b.seconds, b.limit,
+               100.0 * 1e3 * b.seconds / median_ms);
+    else
+        printf(" pct_limit=none (no peak measured for int8 here)\n");
 }
 
 /* Runs and reports one case. `real`: a model from files, which may stop at
  * EOS before --tgt-len, so its line says how many target tokens it produced. */
 static int run_case(tessera_runtime *rt, const tessera_model *m, const char *label, int real,
                     const bench_case *bc, const bench_options *o, const tessera_tokens *src,
-                    const tessera_tokens *tgt)
+                    const tessera_tokens *tgt, const tessera_limits *limits)
 {
     int n = bc->sentences ? bc->sentences : o->batch, failed = 0;
     long produced = 0;
@@ -326,7 +335,8 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
         else
             printf(" tgt_len=%d median_ms=%.3f tok_per_s=%.1f", o->tgt_len, median,
                    (double)n * o->tgt_len / (median / 1e3));
-        print_work(m, bc, o, n, real, &runs, o->repeat);
+        print_work(m, bc, o, n, real, &runs, o->repeat, limits,
+                   bc->encoder_only ? median_of(enc_ms, o->repeat) : median);
     }
     free(ms);
     free(enc_ms);
@@ -469,6 +479,24 @@ static int bench_config_load(const char *name, const tessera_config *c, const be
     return status;
 }
 
+/* The machine's limits on the runtime's threads for the model's kernel set
+ * and compute type, measured once before its cases, and printed as a line
+ * of their own (no case=: the scripts that read cases pass it over). */
+static int measure_limits(tessera_runtime *rt, const tessera_model *m, const char *label,
+                          tessera_limits *l)
+{
+    char err[512];
+    if (tessera_runtime_limits(rt, m, l, err, sizeof err) != 0)
+        return cli_error("bench: %s", err);
+    printf("limits config=%s isa=%s compute_type=%s threads=%d f32_gflops=%.1f i8_gops=%.1f "
+           "memory_gbps=%.1f cache_gbps=%.1f cache_mib=%.1f\n",
+           label, tessera_kernel_set(err, sizeof err),
+           tessera_compute_type_name(tessera_model_compute_type(m)), tessera_runtime_threads(rt),
+           l->f32_flops_per_s / 1e9, l->i8_ops_per_s / 1e9, l->memory_bytes_per_s / 1e9,
+           l->cache_bytes_per_s / 1e9, (double)l->cache_bytes / (1 << 20));
+    return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
+}
+
 /* Runs the selected cases on a model, on the same sentences for each case,
  * on a runtime of --threads threads. */
 static int bench_model(const tessera_model *m, const char *label, int real, const bench_options *o)
@@ -495,9 +523,12 @@ static int bench_model(const tessera_model *m, const char *label, int real, cons
         src[i] = (tessera_tokens){s, (size_t)o->src_len};
         tgt[i] = (tessera_tokens){s + o->src_len, (size_t)o->tgt_len};
     }
+    tessera_limits limits;
+    if (status == 0)
+        status = measure_limits(rt, m, label, &limits);
     for (size_t i = 0; status == 0 && i < sizeof cases / sizeof cases[0]; i++)
         if (case_selected(o->cases, cases[i].name))
-            status = run_case(rt, m, label, real, &cases[i], o, src, tgt);
+            status = run_case(rt, m, label, real, &cases[i], o, src, tgt, &limits);
     tessera_runtime_free(rt);
     free(ids);
     free(src);

@@ -54,4 +54,18 @@ typedef struct cli_bench_shape {
 void cli_bench_work_of(const tessera_config *c, tessera_compute_type type,
                        const cli_bench_shape *s, cli_bench_work *w);
 
+/* The bytes of the model's linear layers' weights (one copy). */
+double cli_bench_weight_bytes(const tessera_config *c, tessera_compute_type type);
+
+/* The roofline bound of work w on a machine with limits l: the larger of
+ * its arithmetic at the peaks (f32 and int8 added) and its bytes at the
+ * bandwidth of where the weights live (the cache when they fill at most half
+ * of it, else memory). seconds 0 when a peak it needs is unknown. */
+typedef struct cli_bench_bound_of {
+    double seconds;
+    const char *limit; /* "compute", "memory" or "cache" */
+} cli_bench_bound_of;
+void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera_limits *l,
+                     cli_bench_bound_of *b);
+
 #endif

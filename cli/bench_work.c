@@ -74,6 +74,33 @@ static void decoder(const dims *m, double rows, double s, double self_pairs, dou
     w->bytes += 4.0 * head_rows * m->vt;   /* its logits */
 }
 
+double cli_bench_weight_bytes(const tessera_config *c, tessera_compute_type type)
+{
+    double d = c->d_model, dff = c->d_ff, eb = type == TESSERA_COMPUTE_INT8   ? 1.0
+                                               : type == TESSERA_COMPUTE_BF16 ? 2.0
+                                                                              : 4.0;
+    double encoder = c->n_encoder_layers * (4 * d * d + 2 * d * dff);
+    double decoder = c->n_decoder_layers * (8 * d * d + 2 * d * dff);
+    return eb * (encoder + decoder + d * c->tgt_vocab_size);
+}
+
+void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera_limits *l,
+                     cli_bench_bound_of *b)
+{
+    memset(b, 0, sizeof *b);
+    if (l->f32_flops_per_s <= 0 || (w->i8_ops > 0 && l->i8_ops_per_s <= 0))
+        return; /* an operation without its peak: no bound */
+    double compute = w->f32_flops / l->f32_flops_per_s;
+    if (w->i8_ops > 0)
+        compute += w->i8_ops / l->i8_ops_per_s;
+    /* The weights are most of what streams: where they fit decides the level. */
+    int cached = l->cache_bytes_per_s > 0 && weight_bytes <= 0.5 * (double)l->cache_bytes;
+    double rate = cached ? l->cache_bytes_per_s : l->memory_bytes_per_s;
+    double bytes = rate > 0 ? w->bytes / rate : 0.0;
+    b->seconds = compute > bytes ? compute : bytes;
+    b->limit = compute > bytes ? "compute" : cached ? "cache" : "memory";
+}
+
 void cli_bench_work_of(const tessera_config *c, tessera_compute_type type,
                        const cli_bench_shape *s, cli_bench_work *w)
 {

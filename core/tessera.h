@@ -329,6 +329,25 @@ typedef struct tessera_runtime_stats {
  * when they end). Errors: a NULL argument (TESSERA_ERR_INPUT). */
 int tessera_runtime_stats_get(tessera_runtime *runtime, tessera_runtime_stats *stats, int reset);
 
+/* What this machine allows a model's kernel set and compute type on the
+ * runtime's threads, measured there (about half a second), as tessera-perf
+ * measures it: for tessera bench's pct_limit= (perf/README.md). */
+typedef struct tessera_limits {
+    double f32_flops_per_s;    /* the set's FMA loop: floating-point operations/s */
+    double i8_ops_per_s;       /* its int8 kernel's instructions: int8 operations/s;
+                                  0: not measured (no int8 kernel, or no loop for it) */
+    double memory_bytes_per_s; /* reading a buffer of 4x the last-level cache */
+    double cache_bytes_per_s;  /* reading a quarter of the last-level cache, again and
+                                  again; 0 when the cache's size is unknown */
+    size_t cache_bytes;        /* the last-level cache (one instance), 0: unknown */
+} tessera_limits;
+
+/* Measures *limits for model m (its kernel set, compute type) on the
+ * runtime's threads. Errors: a NULL argument (TESSERA_ERR_INPUT), memory for
+ * the bandwidth buffers (TESSERA_ERR_NOMEM). */
+int tessera_runtime_limits(tessera_runtime *runtime, const tessera_model *model,
+                           tessera_limits *limits, char *err, size_t err_len);
+
 /* ---- Process-wide defaults -------------------------------------------------
  *
  * The settings of the default runtime (the one behind tessera_translate and

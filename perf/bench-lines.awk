@@ -13,3 +13,6 @@ function median(list,   x, k, j, t, c) {
     for (k = 2; k <= c; k++) { t = x[k]; for (j = k - 1; j >= 1 && x[j] + 0 > t + 0; j--) x[j + 1] = x[j]; x[j + 1] = t }
     return c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
 }
+
+# Lines without a case (bench's limits line) are not results.
+!/(^| )case=/ { next }

@@ -3,6 +3,7 @@
  * for, in two uses that share how a run is sized and run:
  *
  *   at start    perf_measure_peak: the best of many 2 ms runs, a ceiling
+ *               (the library's tsr_measure_peak, threads/limits.c)
  *               found in the quietest moment of half a second (pct_peak);
  *   paired      perf_run_peak as one more candidate of a timed comparison
  *               (pct_peak_paired). A kernel's time is a median over the
@@ -20,6 +21,7 @@
  *               its five, and once came out at 108 %).
  */
 #include "perf/perf.h"
+#include "threads/limits.h"
 
 /* Seconds per run at least: short enough that the best of many finds one
  * no scheduler tick cut on a busy machine. */
@@ -65,15 +67,5 @@ void perf_run_peak(void *ctx)
 
 double perf_measure_peak(perf_fma_loop_fn loop, int threads, int quick)
 {
-    const int runs = quick ? 10 : 25;
-    perf_peak_run p;
-    perf_peak_run_init(&p, loop, threads, MIN_RUN_SECONDS);
-    double best = 0;
-    for (int r = 0; r < runs; r++) {
-        double t0 = perf_now();
-        perf_run_peak(&p);
-        double rate = p.flops / (perf_now() - t0);
-        best = rate > best ? rate : best;
-    }
-    return best;
+    return tsr_measure_peak(loop, threads, quick ? 10 : 25);
 }

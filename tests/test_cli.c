@@ -1052,18 +1052,26 @@ Test(cli, bench_times_a_model_directory)
     expect_success(&r);
     char *lines[MAX_LINES];
     size_t n = output_lines(&r, lines, MAX_LINES);
-    cr_assert_eq(n, 1, "stdout: %s", r.out);
-    cr_expect(strncmp(lines[0], "case=greedy ", 12) == 0, "\"%s\"", lines[0]);
-    cr_expect(strstr(lines[0], " config=postnorm-silu-bf16 ") != NULL,
-              "the line should name the model: \"%s\"", lines[0]);
+    cr_assert_eq(n, 2, "stdout: %s", r.out);
+    /* First the machine's limits, then the case against them. */
+    cr_expect(strncmp(lines[0], "limits config=postnorm-silu-bf16 ", 33) == 0, "\"%s\"", lines[0]);
+    cr_expect(strstr(lines[0], " f32_gflops=") && strstr(lines[0], " memory_gbps="), "\"%s\"",
+              lines[0]);
+    cr_expect(strncmp(lines[1], "case=greedy ", 12) == 0, "\"%s\"", lines[1]);
+    cr_expect(strstr(lines[1], " config=postnorm-silu-bf16 ") != NULL,
+              "the line should name the model: \"%s\"", lines[1]);
     /* The lengths default to min(30, what max_positions 40 allows). */
-    cr_expect(strstr(lines[0], " src_len=30 ") && strstr(lines[0], " tgt_len=30 "), "\"%s\"",
-              lines[0]);
-    long produced = bench_tgt_tokens(lines[0]);
+    cr_expect(strstr(lines[1], " src_len=30 ") && strstr(lines[1], " tgt_len=30 "), "\"%s\"",
+              lines[1]);
+    long produced = bench_tgt_tokens(lines[1]);
     cr_expect(produced >= 0 && produced <= 30, "tgt_tokens should be in [0, 30]: \"%s\"",
-              lines[0]);
-    cr_expect(strstr(lines[0], " tok_per_s=") != NULL, "\"%s\"", lines[0]);
-    cr_expect(strstr(lines[0], " compute_type=f32 ") != NULL, "\"%s\"", lines[0]);
+              lines[1]);
+    cr_expect(strstr(lines[1], " tok_per_s=") != NULL, "\"%s\"", lines[1]);
+    cr_expect(strstr(lines[1], " compute_type=f32 ") != NULL, "\"%s\"", lines[1]);
+    /* A real model stops at EOS: its work is what the library counted. */
+    cr_expect(strstr(lines[1], " work=counted ") && strstr(lines[1], " serial_pct=") &&
+                  strstr(lines[1], " pct_limit="),
+              "\"%s\"", lines[1]);
     free_lines(lines, n);
     test_run_free(&r);
 
@@ -1114,7 +1122,7 @@ Test(cli, bench_load_case)
     r = run("", "bench", "--model", golden_model(), "--case", "load,greedy", "--repeat", "1");
     expect_success(&r);
     n = output_lines(&r, lines, MAX_LINES);
-    cr_expect_eq(n, 2, "stdout: %s", r.out);
+    cr_expect_eq(n, 3, "the load, the limits, greedy: %s", r.out);
     free_lines(lines, n);
     test_run_free(&r);
 

@@ -149,6 +149,10 @@ typedef struct tsr_gemm_i8_kernel {
     size_t mr, nr;    /* nr divides the set's linear_n_align */
     int a_offset;     /* 128 (x held as unsigned xq + 128) or 0 (signed xq) */
     tsr_gemm_ukernel_i8_fn ukernel;
+    /* A loop of the kernel's multiply-add instructions alone, compiled with
+     * its flags: runs `iterations` rounds, returns the int8 multiply-adds x 2
+     * it did (its peak: tessera_runtime_limits, tessera-perf); NULL: none. */
+    double (*peak)(uint64_t iterations);
 } tsr_gemm_i8_kernel;
 
 /* The steps around the int8 microkernel, as vector code of the set (the

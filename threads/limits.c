@@ -1,0 +1,224 @@
+/* The machine's limits (threads/limits.h), measured at run time rather than
+ * taken from a data sheet: a VM's clock and a shared socket's bandwidth are
+ * whatever they are today. */
+#include "threads/limits.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/memory.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Seconds per peak run at least: short enough that the best of many finds
+ * one that no scheduler tick cut on a busy machine. */
+#define MIN_RUN_SECONDS 0.002
+
+/* Streams per thread for the bandwidth figure. One sequential stream leaves
+ * bandwidth unused on Zen 3 (the prefetchers keep too few lines in flight:
+ * about 2/3 of what 4 streams get there); a kernel that reads several weight
+ * panels side by side gets the higher figure, so that is the ceiling. */
+#define MAX_STREAMS 4
+#define MAX_THREADS 256
+
+double tsr_limits_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* fn(ctx, part, parts) for parts 0 .. threads - 1, on a team of `threads`
+ * (a smaller team runs the missing parts on its threads). */
+static void on_team(int threads, void (*fn)(void *ctx, int part, int parts), void *ctx)
+{
+#ifdef _OPENMP
+    if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        {
+            for (int part = omp_get_thread_num(); part < threads; part += omp_get_num_threads())
+                fn(ctx, part, threads);
+        }
+        return;
+    }
+#endif
+    for (int part = 0; part < threads; part++)
+        fn(ctx, part, threads);
+}
+
+typedef struct peak_run {
+    tsr_peak_loop_fn loop;
+    uint64_t iterations;
+} peak_run;
+
+static void run_loop(void *ctx, int part, int parts)
+{
+    const peak_run *p = ctx;
+    (void)part;
+    (void)parts;
+    p->loop(p->iterations);
+}
+
+double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs)
+{
+    /* Sized on the calling thread alone, so that the start of a parallel
+     * region (slow on a busy machine) cannot shrink a run. */
+    uint64_t iterations = 1u << 12;
+    double ops, dt;
+    for (;;) {
+        double t0 = tsr_limits_now();
+        ops = loop(iterations);
+        dt = tsr_limits_now() - t0;
+        if (dt >= MIN_RUN_SECONDS / 8)
+            break;
+        iterations *= 2;
+    }
+    peak_run p = {loop, (uint64_t)((double)iterations * MIN_RUN_SECONDS / dt) + 1};
+    /* A loop's operations grow with its iterations; every thread runs as many. */
+    double per_run = ops / (double)iterations * (double)p.iterations * (double)threads;
+    double best = 0;
+    for (int r = 0; r < runs; r++) {
+        double t0 = tsr_limits_now();
+        on_team(threads, run_loop, &p);
+        double rate = per_run / (tsr_limits_now() - t0);
+        best = rate > best ? rate : best;
+    }
+    return best;
+}
+
+/* One instance, as lscpu shows it: glibc's sysconf reports the whole
+ * socket's L3 on some VMs (256 MiB on one), so sysfs comes first. */
+size_t tsr_last_level_cache_bytes(void)
+{
+    size_t best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        unsigned long v = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &v, &unit) >= 1) {
+            size_t bytes = v * (unit == 'K' ? 1024ul : unit == 'M' ? 1024ul * 1024 : 1ul);
+            best = bytes > best ? bytes : best;
+        }
+        fclose(f);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (best == 0) {
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        best = l3 > 0 ? (size_t)l3 : 0;
+    }
+#endif
+    return best;
+}
+
+size_t tsr_memory_stream_bytes(void)
+{
+    const size_t floor_bytes = (size_t)64 << 20, ceiling_bytes = (size_t)512 << 20;
+    size_t bytes = 4 * tsr_last_level_cache_bytes();
+    return bytes < floor_bytes ? floor_bytes : bytes > ceiling_bytes ? ceiling_bytes : bytes;
+}
+
+typedef struct stream_job {
+    uint64_t *buf;
+    size_t words;
+    size_t first, count; /* the chunk being read */
+    size_t streams;      /* sequential streams each thread reads side by side */
+    uint64_t sums[MAX_THREADS];
+} stream_job;
+
+/* [begin, end) of part t of `count` words cut in cache lines (8 words). */
+static void split_lines(size_t count, int t, int parts, size_t *begin, size_t *end)
+{
+    size_t lines = (count + 7) / 8, per = lines / (size_t)parts, extra = lines % (size_t)parts;
+    size_t ut = (size_t)t, b = ut * per + (ut < extra ? ut : extra);
+    size_t e = b + per + (ut < extra ? 1 : 0);
+    *begin = b * 8 < count ? b * 8 : count;
+    *end = e * 8 < count ? e * 8 : count;
+}
+
+static void stream_fill(void *ctx, int t, int parts)
+{
+    stream_job *j = ctx;
+    size_t b, e;
+    split_lines(j->words, t, parts, &b, &e);
+    for (size_t i = b; i < e; i++)
+        j->buf[i] = i;
+}
+
+/* The thread's part of the chunk is cut into j->streams parts read in
+ * lockstep, one cache line (8 words) of each in turn, with a sum per stream:
+ * the adds are far faster than memory, so the loop waits on memory alone. */
+static void stream_read(void *ctx, int t, int parts)
+{
+    stream_job *j = ctx;
+    size_t b, e;
+    split_lines(j->count, t, parts, &b, &e);
+    const uint64_t *base = j->buf + j->first + b;
+    size_t per = (e - b) / j->streams / 8 * 8;
+    uint64_t sum[MAX_STREAMS] = {0};
+    for (size_t i = 0; i < per; i += 8)
+        for (size_t s = 0; s < j->streams; s++) {
+            const uint64_t *p = base + s * per + i;
+            sum[s] += (p[0] + p[1]) + (p[2] + p[3]) + (p[4] + p[5]) + (p[6] + p[7]);
+        }
+    uint64_t total = 0;
+    for (size_t s = 0; s < j->streams; s++)
+        total += sum[s];
+    j->sums[t] = total;
+}
+
+/* One sweep over the whole buffer, timed chunk by chunk: a chunk short
+ * enough to run between two scheduler ticks shows the bandwidth of an
+ * undisturbed core. Returns the best chunk's bytes/s. */
+static double best_chunk_of_sweep(stream_job *j, int threads)
+{
+    size_t chunk_words = ((size_t)4 << 20) / sizeof(uint64_t);
+    if (chunk_words > j->words)
+        chunk_words = j->words;
+    double best = 0;
+    volatile uint64_t sink = 0;
+    for (j->first = 0; j->first + chunk_words <= j->words; j->first += chunk_words) {
+        j->count = chunk_words;
+        double t0 = tsr_limits_now();
+        on_team(threads, stream_read, j);
+        double dt = tsr_limits_now() - t0;
+        for (int t = 0; t < threads; t++)
+            sink += j->sums[t];
+        double rate = (double)(j->count / j->streams / 8 * 8 * j->streams) * sizeof(uint64_t) / dt;
+        best = rate > best ? rate : best;
+    }
+    (void)sink;
+    return best;
+}
+
+double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_stream)
+{
+    stream_job j = {.words = bytes / sizeof(uint64_t)};
+    j.buf = tsr_alloc(j.words, sizeof(uint64_t));
+    if (!j.buf)
+        return -1.0;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    on_team(threads, stream_fill, &j);
+    /* Sweeps alternate between the two patterns so that both see the same
+     * conditions. */
+    double best_one = 0, best_many = 0;
+    for (int r = 0; r < rounds; r++) {
+        j.streams = 1;
+        double one = best_chunk_of_sweep(&j, threads);
+        j.streams = MAX_STREAMS;
+        double many = best_chunk_of_sweep(&j, threads);
+        best_one = one > best_one ? one : best_one;
+        best_many = many > best_many ? many : best_many;
+    }
+    tsr_free(j.buf);
+    if (one_stream)
+        *one_stream = best_one;
+    return best_many > best_one ? best_many : best_one;
+}

@@ -1,0 +1,42 @@
+/* The machine's limits, measured on a team of threads: the peak of an
+ * arithmetic loop (a kernel set's FMA loop, an int8 kernel's dot-product
+ * loop) and the read bandwidth of memory or of the cache. tessera-perf's
+ * pct_peak= and pct_bw= and tessera bench's pct_limit= divide by these, so
+ * both measure them one way. Each opens its own OpenMP team of `threads`
+ * (on a runtime's leader, its bound team). */
+#ifndef TSR_THREADS_LIMITS_H
+#define TSR_THREADS_LIMITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A loop that runs `iterations` rounds over independent accumulators and
+ * returns the operations it did (simd/SET/fma-peak.c and the int8 loops). */
+typedef double (*tsr_peak_loop_fn)(uint64_t iterations);
+
+/* Seconds on a monotonic clock. */
+double tsr_limits_now(void);
+
+/* The best rate (operations per second, all threads together) of `runs`
+ * runs of about 2 ms, every thread running the loop: a ceiling is a best
+ * case, and on a busy machine short runs are the ones that escape
+ * preemption. */
+double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs);
+
+/* The largest cache of CPU 0 (sysfs, else sysconf), 0 when unknown. */
+size_t tsr_last_level_cache_bytes(void);
+
+/* A buffer that must come from memory: four times the last-level cache,
+ * at least 64 MiB, at most 512 MiB. */
+size_t tsr_memory_stream_bytes(void);
+
+/* The read bandwidth (bytes per second, all threads) of a buffer of `bytes`
+ * swept `rounds` times, summing 64-bit words, timed in chunks of 4 MiB
+ * (or the whole buffer when smaller), the best chunk kept; each thread
+ * reads one sequential stream, then 4 side by side, and the better is
+ * returned (*one_stream: the first, when not NULL). A buffer four times the
+ * last-level cache measures memory; one a quarter of it, swept again and
+ * again, the cache. -1 when the buffer cannot be allocated. */
+double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_stream);
+
+#endif
