@@ -6,7 +6,8 @@
  *   peak       the FMA throughput of each kernel set's loop (its row's fma_peak),
  *              best of many 2 ms runs on every thread asked for (peak.c); with
  *              --type int8, also the int8 throughput of the set's int8
- *              kernel's instructions (perf/peak-int8-*.c), measured alike;
+ *              kernel's instructions (its description's peak loop,
+ *              simd/SET/i8-peak*.c), measured alike;
  *   bandwidth  a streaming read of a buffer several times the last-level
  *              cache, timed in chunks of 4 MiB, best chunk of several sweeps:
  *              what a decode step that streams the weights of the whole model
@@ -35,35 +36,7 @@ perf_fma_loop_fn perf_fma_loop_for(const char *isa)
 
 perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set)
 {
-    if (!set->gemm || !set->gemm->i8)
-        return NULL;
-    const char *name = set->gemm->i8->name;
-    static const struct {
-        const char *instructions;
-        perf_fma_loop_fn loop;
-    } loops[] = {
-#ifdef HAVE_KERNELS_AVX512_VNNI
-        {"avx512-vnni", perf_int8_loop__avx512vnni},
-#endif
-#ifdef HAVE_KERNELS_AVX_VNNI
-        {"avx-vnni", perf_int8_loop__avxvnni},
-#endif
-#ifdef HAVE_KERNELS_AVX2
-        {"avx2", perf_int8_loop__avx2},
-#endif
-#ifdef HAVE_KERNELS_NEON_DOT
-        {"neon-dotprod", perf_int8_loop__neondot},
-#endif
-#ifdef HAVE_KERNELS_NEON
-        {"neon", perf_int8_loop__neon},
-#endif
-        {NULL, NULL},
-    };
-    size_t len = strcspn(name, " ");
-    for (size_t i = 0; loops[i].instructions; i++)
-        if (strlen(loops[i].instructions) == len && strncmp(name, loops[i].instructions, len) == 0)
-            return loops[i].loop;
-    return NULL;
+    return set->gemm && set->gemm->i8 ? set->gemm->i8->peak : NULL;
 }
 
 size_t perf_stream_bytes(void) { return tsr_memory_stream_bytes(); }

@@ -78,20 +78,11 @@ typedef double (*perf_fma_loop_fn)(uint64_t iterations);
 /* The FMA loop of the named set, or NULL when this build has none. */
 perf_fma_loop_fn perf_fma_loop_for(const char *isa);
 
-/* One int8 loop per int8 kernel of the GEMM frame, compiled with that
- * kernel's flags (perf/peak-int8-*.c): the kernel's multiply-add
- * instructions with no loads, the ceiling it can reach. Same form as the FMA
- * loops; the count is of int8 operations (a multiply-add counts two). */
-double perf_int8_loop__avx2(uint64_t iterations);
-double perf_int8_loop__avxvnni(uint64_t iterations);
-double perf_int8_loop__avx512vnni(uint64_t iterations);
-double perf_int8_loop__neon(uint64_t iterations);
-double perf_int8_loop__neondot(uint64_t iterations);
-
-/* The int8 loop of the set's int8 kernel (its instructions are the part of
- * the kernel's name before the space: "avx512-vnni", "avx-vnni", "avx2",
- * "neon-dotprod", "neon"), or NULL for the portable int8 layer or a kernel
- * this build has no loop for. */
+/* The int8 loop of the set's int8 kernel (its description's peak,
+ * simd/SET/i8-peak*.c, compiled with the kernel's flags: its multiply-add
+ * instructions with no loads, the ceiling it can reach; the count is of int8
+ * operations, a multiply-add counting two), or NULL for the portable int8
+ * layer or a kernel with no loop. */
 perf_fma_loop_fn perf_int8_loop_for(const tsr_kernels *set);
 
 /* A set's FMA loop run once on `threads` threads for about `seconds` (2 ms

@@ -63,4 +63,13 @@ double tsr_fma_peak__avx2(uint64_t iterations);
 double tsr_fma_peak__avx512(uint64_t iterations);
 double tsr_fma_peak__neon(uint64_t iterations);
 
+/* The int8 kernels' peak loops, one per kernel's instructions, in the
+ * kernel's library (named by its tsr_gemm_i8_kernel's peak): int8
+ * multiply-adds x 2. */
+double tsr_i8_peak__avx2(uint64_t iterations);
+double tsr_i8_peak__avxvnni(uint64_t iterations);
+double tsr_i8_peak__avx512vnni(uint64_t iterations);
+double tsr_i8_peak__neon(uint64_t iterations);
+double tsr_i8_peak__neondot(uint64_t iterations);
+
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "simd/avx2/gemm-avx2.h"
+#include "simd/sets.h"
 
 #define MR 4
 #define NR 16
@@ -79,4 +80,4 @@ static void ukernel(size_t k4, const uint8_t *a, const int8_t *b, int32_t *c, si
     }
 }
 
-const tsr_gemm_i8_kernel tsr_i8_gemm_4x16__avx2 = {"avx2 4x16", 4, 16, 0, ukernel};
+const tsr_gemm_i8_kernel tsr_i8_gemm_4x16__avx2 = {"avx2 4x16", 4, 16, 0, ukernel, tsr_i8_peak__avx2};

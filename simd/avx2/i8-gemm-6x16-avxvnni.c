@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "simd/avx2/gemm-avx2.h"
+#include "simd/sets.h"
 
 #define MR 6
 #define NR 16
@@ -67,4 +68,5 @@ static void ukernel(size_t k4, const uint8_t *a, const int8_t *b, int32_t *c, si
     }
 }
 
-const tsr_gemm_i8_kernel tsr_i8_gemm_6x16__avxvnni = {"avx-vnni 6x16", 6, 16, 128, ukernel};
+const tsr_gemm_i8_kernel tsr_i8_gemm_6x16__avxvnni = {"avx-vnni 6x16", 6, 16, 128, ukernel,
+                                                   tsr_i8_peak__avxvnni};

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "simd/avx512/gemm-avx512.h"
+#include "simd/sets.h"
 
 #define MR 12
 #define NR 32
@@ -85,4 +86,12 @@ static void ukernel(size_t k4, const uint8_t *a, const int8_t *b, int32_t *c, si
     }
 }
 
-const tsr_gemm_i8_kernel tsr_i8_gemm_12x32__avx512vnni = {"avx512-vnni 12x32", 12, 32, 128, ukernel};
+/* The emulated build (SIMDe) has no instructions of its own to time. */
+#ifdef TSR_AVX512_EMULATED
+#define PEAK NULL
+#else
+#define PEAK tsr_i8_peak__avx512vnni
+#endif
+
+const tsr_gemm_i8_kernel tsr_i8_gemm_12x32__avx512vnni = {"avx512-vnni 12x32", 12, 32, 128,
+                                                         ukernel, PEAK};

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "simd/neon/neon.h"
+#include "simd/sets.h"
 
 #define MR 4
 #define NR 12
@@ -72,4 +73,4 @@ static void ukernel(size_t k4, const uint8_t *a, const int8_t *b, int32_t *c, si
     }
 }
 
-const tsr_gemm_i8_kernel tsr_i8_gemm_4x12__neon = {"neon 4x12", MR, NR, 0, ukernel};
+const tsr_gemm_i8_kernel tsr_i8_gemm_4x12__neon = {"neon 4x12", MR, NR, 0, ukernel, tsr_i8_peak__neon};

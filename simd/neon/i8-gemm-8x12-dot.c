@@ -13,6 +13,7 @@
 #include <arm_neon.h>
 
 #include "simd/neon/neon.h"
+#include "simd/sets.h"
 
 #define MR 8
 #define NR 12
@@ -74,4 +75,5 @@ static void ukernel(size_t k4, const uint8_t *a, const int8_t *b, int32_t *c, si
     }
 }
 
-const tsr_gemm_i8_kernel tsr_i8_gemm_8x12__neondot = {"neon-dotprod 8x12", MR, NR, 0, ukernel};
+const tsr_gemm_i8_kernel tsr_i8_gemm_8x12__neondot = {"neon-dotprod 8x12", MR, NR, 0, ukernel,
+                                                   tsr_i8_peak__neondot};

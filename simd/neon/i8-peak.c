@@ -13,7 +13,7 @@
  */
 #include <arm_neon.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 8
 
@@ -24,7 +24,7 @@
         hi = vpadalq_s16(hi, vmull_high_s8(w, x));                      \
     } while (0)
 
-double perf_int8_loop__neon(uint64_t iterations)
+double tsr_i8_peak__neon(uint64_t iterations)
 {
     const int8x16_t x = vdupq_n_s8(3);
     int8x16_t w0 = vreinterpretq_s8_s16(vdupq_n_s16((int16_t)0xff01)); /* bytes 1, -1 */

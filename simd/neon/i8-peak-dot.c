@@ -11,13 +11,13 @@
  */
 #include <arm_neon.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 16
 
 #define STEP(a) a = vdotq_s32(a, x, w)
 
-double perf_int8_loop__neondot(uint64_t iterations)
+double tsr_i8_peak__neondot(uint64_t iterations)
 {
     const int8x16_t x = vdupq_n_s8(3);
     const int8x16_t w = vreinterpretq_s8_s16(vdupq_n_s16((int16_t)0xff01)); /* bytes 1, -1 */

@@ -12,13 +12,13 @@
  */
 #include <immintrin.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 16
 
 #define STEP(a) a = _mm512_dpbusd_epi32(a, x, w)
 
-double perf_int8_loop__avx512vnni(uint64_t iterations)
+double tsr_i8_peak__avx512vnni(uint64_t iterations)
 {
     const __m512i x = _mm512_set1_epi8(3), w = _mm512_set1_epi16((short)0xff01); /* bytes 1, -1 */
     __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2);

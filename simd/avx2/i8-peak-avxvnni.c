@@ -11,13 +11,13 @@
  */
 #include <immintrin.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 12
 
 #define STEP(a) a = _mm256_dpbusd_avx_epi32(a, x, w)
 
-double perf_int8_loop__avxvnni(uint64_t iterations)
+double tsr_i8_peak__avxvnni(uint64_t iterations)
 {
     const __m256i x = _mm256_set1_epi8(3), w = _mm256_set1_epi16((short)0xff01); /* bytes 1, -1 */
     __m256i a0 = _mm256_set1_epi32(0), a1 = _mm256_set1_epi32(1), a2 = _mm256_set1_epi32(2);

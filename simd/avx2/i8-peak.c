@@ -16,7 +16,7 @@
  */
 #include <immintrin.h>
 
-#include "perf/perf.h"
+#include "simd/sets.h"
 
 #define CHAINS 6
 
@@ -27,7 +27,7 @@
         a = _mm256_add_epi32(a, _mm256_madd_epi16(pairs, ones));                        \
     } while (0)
 
-double perf_int8_loop__avx2(uint64_t iterations)
+double tsr_i8_peak__avx2(uint64_t iterations)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i x = _mm256_set1_epi8(-2), x_abs = _mm256_abs_epi8(x);
