@@ -71,6 +71,7 @@
 #include <math.h>
 #include <stdalign.h>
 
+#include "simd/frame/vec-parts.h"
 #include "simd/kernels.h"
 
 #define KEY_BLOCK 64   /* keys per softmax block (a multiple of every width) */
@@ -109,21 +110,6 @@ static size_t min_size(size_t a, size_t b)
 /* A vector count for a copy of a kernel, capped at what its arrays hold (the
  * copies past the cap are never reached; the cap keeps them in bounds). */
 #define UP_TO(n, most) ((n) < (most) ? (n) : (most))
-
-static inline __attribute__((always_inline)) vec_t load_part(const float *p, int tail,
-                                                             vec_mask_t mask)
-{
-    return tail ? VEC_LOAD_TAIL(p, mask) : VEC_LOADU(p);
-}
-
-static inline __attribute__((always_inline)) void store_part(float *p, int tail, vec_mask_t mask,
-                                                             vec_t v)
-{
-    if (tail)
-        VEC_STORE_TAIL(p, mask, v);
-    else
-        VEC_STOREU(p, v);
-}
 
 /* ---- Scores ------------------------------------------------------------------ */
 
