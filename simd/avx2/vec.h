@@ -39,6 +39,9 @@ typedef __m256i vec_mask_t;
 #define VEC_HMAX(v) tsr_avx2_hmax(v)
 /* e^x for x <= 0 (softmax weights, rescale factors): the cheaper form. */
 #define VEC_EXP_NONPOSITIVE(x) tsr_avx2_exp_nonpositive(x)
+#define VEC_EXP(x) tsr_avx2_exp(x)
+#define VEC_NEGATE(x) _mm256_xor_ps(x, _mm256_set1_ps(-0.0f))
+#define VEC_GELU tsr_avx2_gelu
 
 #define VEC_TAIL_MASK(n) tsr_avx2_tail_mask(n)
 #define VEC_LOAD_TAIL(p, m) _mm256_maskload_ps(p, m)

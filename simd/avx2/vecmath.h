@@ -1,6 +1,8 @@
 /*
- * Vector elementary functions for the AVX2 kernels: exp, erf, sigmoid and
- * the three activations, eight floats at a time, branch-free.
+ * Vector elementary functions for the AVX2 kernels: exp, erf and the erf
+ * GELU, eight floats at a time, branch-free. The other activations are
+ * written once for every set over its vocabulary
+ * (simd/frame/vec-activations.h, with VEC_EXP = tsr_avx2_exp).
  *
  * Where the coefficients come from: each polynomial is a minimax fit made
  * with a linear Remez exchange in 50-digit arithmetic (mpmath), then rounded
@@ -194,63 +196,6 @@ static inline __m256 tsr_avx2_gelu(__m256 x)
     __m256 near = _mm256_cmp_ps(a, _mm256_set1_ps(TSR_AVX2_ERF_SPLIT), _CMP_LT_OQ);
     __m256 one_plus_erf = _mm256_blendv_ps(one_plus_tail, one_plus_near, near);
     return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), one_plus_erf);
-}
-
-/* 1 / (1 + e^-x): e^-x overflows to inf for x < -88.7, giving 0. */
-static inline __m256 tsr_avx2_sigmoid(__m256 x)
-{
-    const __m256 one = _mm256_set1_ps(1.0f);
-    __m256 e = tsr_avx2_exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
-    return _mm256_div_ps(one, _mm256_add_ps(one, e));
-}
-
-/* x * sigmoid(x), as x / (1 + e^-x) the way the scalar set computes it. */
-static inline __m256 tsr_avx2_silu(__m256 x)
-{
-    __m256 e = tsr_avx2_exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
- * scalar set computes it, x / (1 + e^(-2u)). */
-static inline __m256 tsr_avx2_gelu_tanh(__m256 x)
-{
-    __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(0.044715f),
-                                   _mm256_set1_ps(1.0f));
-    __m256 e = tsr_avx2_exp(_mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(-1.5957691216f)), inner));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
-static inline __m256 tsr_avx2_gelu_sigmoid(__m256 x)
-{
-    __m256 e = tsr_avx2_exp(_mm256_mul_ps(x, _mm256_set1_ps(-1.702f)));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* max(0, x) keeping NaN: max_ps returns its second operand, x, on NaN. */
-static inline __m256 tsr_avx2_relu(__m256 x)
-{
-    return _mm256_max_ps(_mm256_setzero_ps(), x);
-}
-
-static inline __m256 tsr_avx2_activate(__m256 x, tsr_activation act)
-{
-    switch (act) {
-    case TSR_ACT_RELU:
-        return tsr_avx2_relu(x);
-    case TSR_ACT_GELU:
-        return tsr_avx2_gelu(x);
-    case TSR_ACT_SILU:
-        return tsr_avx2_silu(x);
-    case TSR_ACT_GELU_TANH:
-        return tsr_avx2_gelu_tanh(x);
-    case TSR_ACT_GELU_SIGMOID:
-        return tsr_avx2_gelu_sigmoid(x);
-    case TSR_ACT_NONE:
-        break;
-    }
-    return x;
 }
 
 #endif

@@ -38,5 +38,8 @@ typedef __mmask16 vec_mask_t;
 /* One exp serves every x: with vscalefps the general form costs what the
  * avx2 set's x <= 0 form does (simd/avx512/vecmath.h). */
 #define VEC_EXP_NONPOSITIVE(x) tsr_avx512_exp(x)
+#define VEC_EXP(x) tsr_avx512_exp(x)
+#define VEC_NEGATE(x) tsr_avx512_negate(x)
+#define VEC_GELU tsr_avx512_gelu
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * Vector elementary functions for the AVX-512 kernels: exp, erf, sigmoid and
- * the three activations, sixteen floats at a time, branch-free.
+ * Vector elementary functions for the AVX-512 kernels: exp, erf and the erf
+ * GELU, sixteen floats at a time, branch-free (the other activations:
+ * simd/frame/vec-activations.h, over simd/avx512/vec.h).
  *
  * The approximations are the avx2 set's (simd/avx2/vecmath.h says where each
  * polynomial comes from, its interval and its error): the same argument
@@ -126,63 +127,6 @@ static inline __m512 tsr_avx512_gelu(__m512 x)
     __mmask16 near = _mm512_cmp_ps_mask(a, _mm512_set1_ps(TSR_AVX512_ERF_SPLIT), _CMP_LT_OQ);
     __m512 one_plus_erf = _mm512_mask_blend_ps(near, one_plus_tail, one_plus_near);
     return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), one_plus_erf);
-}
-
-/* 1 / (1 + e^-x): e^-x overflows to inf for x < -88.7, giving 0. */
-static inline __m512 tsr_avx512_sigmoid(__m512 x)
-{
-    const __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_div_ps(one, _mm512_add_ps(one, tsr_avx512_exp(tsr_avx512_negate(x))));
-}
-
-/* x * sigmoid(x), as x / (1 + e^-x) the way the scalar set computes it. */
-static inline __m512 tsr_avx512_silu(__m512 x)
-{
-    __m512 e = tsr_avx512_exp(tsr_avx512_negate(x));
-    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
- * scalar set computes it, x / (1 + e^(-2u)). */
-static inline __m512 tsr_avx512_gelu_tanh(__m512 x)
-{
-    __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(0.044715f),
-                                   _mm512_set1_ps(1.0f));
-    __m512 e = tsr_avx512_exp(_mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(-1.5957691216f)), inner));
-    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
-static inline __m512 tsr_avx512_gelu_sigmoid(__m512 x)
-{
-    __m512 e = tsr_avx512_exp(_mm512_mul_ps(x, _mm512_set1_ps(-1.702f)));
-    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-}
-
-/* max(0, x) keeping NaN: max_ps returns its second operand, x, on NaN (and
- * on -0, which the scalar set also keeps). */
-static inline __m512 tsr_avx512_relu(__m512 x)
-{
-    return _mm512_max_ps(_mm512_setzero_ps(), x);
-}
-
-static inline __m512 tsr_avx512_activate(__m512 x, tsr_activation act)
-{
-    switch (act) {
-    case TSR_ACT_RELU:
-        return tsr_avx512_relu(x);
-    case TSR_ACT_GELU:
-        return tsr_avx512_gelu(x);
-    case TSR_ACT_SILU:
-        return tsr_avx512_silu(x);
-    case TSR_ACT_GELU_TANH:
-        return tsr_avx512_gelu_tanh(x);
-    case TSR_ACT_GELU_SIGMOID:
-        return tsr_avx512_gelu_sigmoid(x);
-    case TSR_ACT_NONE:
-        break;
-    }
-    return x;
 }
 
 #endif
