@@ -41,7 +41,11 @@ typedef __m256i vec_mask_t;
 #define VEC_EXP_NONPOSITIVE(x) tsr_avx2_exp_nonpositive(x)
 #define VEC_EXP(x) tsr_avx2_exp(x)
 #define VEC_NEGATE(x) _mm256_xor_ps(x, _mm256_set1_ps(-0.0f))
-#define VEC_GELU tsr_avx2_gelu
+#define VEC_ABS(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)
+#define VEC_MIN(a, b) _mm256_min_ps(a, b)
+/* x in the lanes where a < b (a > b), y elsewhere and where either is NaN. */
+#define VEC_SELECT_LT(a, b, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ))
+#define VEC_SELECT_GT(a, b, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_GT_OQ))
 
 #define VEC_TAIL_MASK(n) tsr_avx2_tail_mask(n)
 #define VEC_LOAD_TAIL(p, m) _mm256_maskload_ps(p, m)

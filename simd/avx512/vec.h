@@ -40,6 +40,9 @@ typedef __mmask16 vec_mask_t;
 #define VEC_EXP_NONPOSITIVE(x) tsr_avx512_exp(x)
 #define VEC_EXP(x) tsr_avx512_exp(x)
 #define VEC_NEGATE(x) tsr_avx512_negate(x)
-#define VEC_GELU tsr_avx512_gelu
+#define VEC_ABS(x) _mm512_abs_ps(x)
+#define VEC_MIN(a, b) _mm512_min_ps(a, b)
+#define VEC_SELECT_LT(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x)
+#define VEC_SELECT_GT(a, b, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), y, x)
 
 #endif

@@ -29,7 +29,7 @@ static void activation_frame(float *x, size_t n, tsr_activation act)
         apply(x, n, vec_relu);
         break;
     case TSR_ACT_GELU:
-        apply(x, n, VEC_GELU);
+        apply(x, n, vec_gelu);
         break;
     case TSR_ACT_SILU:
         apply(x, n, vec_silu);
