@@ -1,6 +1,8 @@
 /*
- * Vector elementary functions for the AVX2 kernels: exp, erf, sigmoid and
- * the three activations, eight floats at a time, branch-free.
+ * e^x for the AVX2 kernels, eight floats at a time, branch-free. erf and the
+ * activations are written once for every set over its vocabulary
+ * (simd/frame/vec-activations.h, with VEC_EXP = tsr_avx2_exp); their
+ * polynomials come from the same kind of fit as these.
  *
  * Where the coefficients come from: each polynomial is a minimax fit made
  * with a linear Remez exchange in 50-digit arithmetic (mpmath), then rounded
@@ -9,7 +11,7 @@
  * one rounding per operation on top.
  *
  * Special values follow C's expf/erff: NaN in, NaN out; exp(-inf) = 0,
- * exp(large) = inf; erf(+-inf) = +-1. Clamping uses max_ps(bound, x) and
+ * exp(large) = inf. Clamping uses max_ps(bound, x) and
  * min_ps(bound, x): when x is NaN these return x (the second operand), so a
  * NaN is never clamped into a number.
  *
@@ -107,150 +109,6 @@ static inline __m256 tsr_avx2_exp_nonpositive(__m256 x)
     /* Not below -87.33, or NaN (unordered compares true). */
     __m256 keep = _mm256_cmp_ps(x, lowest, _CMP_NLT_UQ);
     return _mm256_and_ps(keep, _mm256_mul_ps(p, scale));
-}
-
-static inline __m256 tsr_avx2_abs(__m256 x)
-{
-    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-}
-
-/* Where erf switches from the series-like fit to the erfc tail fit. */
-#define TSR_AVX2_ERF_SPLIT 1.25f
-/* From 3.9192 on, erf(x) rounds to 1 in float (erfc(x) < 2^-25). */
-#define TSR_AVX2_ERF_ONE 3.92f
-
-/*
- * erf(z) = z * P(z^2) for |z| < 1.25, P of degree 7 in z^2: minimax for the
- * relative error of erf on [0, 1.25], max 6.5e-9. (Split at 1.25 rather
- * than higher because P's terms alternate in sign and grow with z^2, so the
- * float evaluation loses more bits the wider the interval.) The constant
- * term 1.12837917 is applied as z + z * 0.12837917: rounded to float, the
- * smaller number keeps 3 more bits of the coefficient.
- */
-static inline __m256 tsr_avx2_erf_near_zero(__m256 z)
-{
-    __m256 s = _mm256_mul_ps(z, z);
-    __m256 p = _mm256_set1_ps(-8.315454e-6f);
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.07936045e-4f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-8.4230566e-4f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(5.21751e-3f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-2.6864571e-2f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.1283776e-1f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(-3.7612638e-1f));
-    p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.2837917e-1f));
-    return _mm256_fmadd_ps(z, p, z);
-}
-
-/*
- * erfc(a) for a >= 1.25 as e^(-a^2) Q(a - 1.25), Q of degree 8: minimax on
- * [1.25, 3.92] for the absolute error of e^(-a^2) Q, which is the absolute
- * error of erf: max 1.6e-8. Past 3.92 the result is 0 (erf is 1 in float
- * there). NaN stays NaN. Lanes with a < 1.25 hold meaningless values.
- */
-static inline __m256 tsr_avx2_erfc_tail(__m256 a)
-{
-    __m256 ac = _mm256_min_ps(_mm256_set1_ps(TSR_AVX2_ERF_ONE), a);
-    __m256 u = _mm256_sub_ps(ac, _mm256_set1_ps(TSR_AVX2_ERF_SPLIT));
-    __m256 q = _mm256_set1_ps(2.4094044e-5f);
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(-3.1933765e-4f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(1.9321039e-3f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(-7.3554832e-3f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(2.0884847e-2f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(-4.9811505e-2f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(1.0672799e-1f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(-2.0881855e-1f));
-    q = _mm256_fmadd_ps(q, u, _mm256_set1_ps(3.6782292e-1f));
-    __m256 e = tsr_avx2_exp(_mm256_mul_ps(_mm256_xor_ps(ac, _mm256_set1_ps(-0.0f)), ac));
-    __m256 beyond = _mm256_cmp_ps(a, _mm256_set1_ps(TSR_AVX2_ERF_ONE), _CMP_GT_OQ);
-    return _mm256_andnot_ps(beyond, _mm256_mul_ps(e, q));
-}
-
-/* erf(z): absolute error at most 1.1e-7 (relative near 0), measured on a
- * 1e-5 grid over [-12, 12] against double erf. */
-static inline __m256 tsr_avx2_erf(__m256 z)
-{
-    __m256 a = tsr_avx2_abs(z);
-    __m256 sign = _mm256_and_ps(z, _mm256_set1_ps(-0.0f));
-    __m256 tail = _mm256_or_ps(sign, _mm256_sub_ps(_mm256_set1_ps(1.0f), tsr_avx2_erfc_tail(a)));
-    __m256 near = _mm256_cmp_ps(a, _mm256_set1_ps(TSR_AVX2_ERF_SPLIT), _CMP_LT_OQ);
-    return _mm256_blendv_ps(tail, tsr_avx2_erf_near_zero(z), near);
-}
-
-/*
- * GELU, erf form: x/2 (1 + erf(x / sqrt 2)). For x < 0 the factor
- * 1 + erf(z) is taken as erfc(|z|) itself rather than 1 - (1 - erfc), so
- * the small negative outputs keep their relative precision down to z = -3.92.
- */
-static inline __m256 tsr_avx2_gelu(__m256 x)
-{
-    const __m256 one = _mm256_set1_ps(1.0f);
-    __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(0.70710678f));
-    __m256 a = tsr_avx2_abs(z);
-    __m256 tail = tsr_avx2_erfc_tail(a);
-    __m256 positive = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_GT_OQ);
-    __m256 one_plus_tail = _mm256_blendv_ps(tail, _mm256_sub_ps(_mm256_set1_ps(2.0f), tail),
-                                            positive);
-    __m256 one_plus_near = _mm256_add_ps(one, tsr_avx2_erf_near_zero(z));
-    __m256 near = _mm256_cmp_ps(a, _mm256_set1_ps(TSR_AVX2_ERF_SPLIT), _CMP_LT_OQ);
-    __m256 one_plus_erf = _mm256_blendv_ps(one_plus_tail, one_plus_near, near);
-    return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), one_plus_erf);
-}
-
-/* 1 / (1 + e^-x): e^-x overflows to inf for x < -88.7, giving 0. */
-static inline __m256 tsr_avx2_sigmoid(__m256 x)
-{
-    const __m256 one = _mm256_set1_ps(1.0f);
-    __m256 e = tsr_avx2_exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
-    return _mm256_div_ps(one, _mm256_add_ps(one, e));
-}
-
-/* x * sigmoid(x), as x / (1 + e^-x) the way the scalar set computes it. */
-static inline __m256 tsr_avx2_silu(__m256 x)
-{
-    __m256 e = tsr_avx2_exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the tanh GELU as the
- * scalar set computes it, x / (1 + e^(-2u)). */
-static inline __m256 tsr_avx2_gelu_tanh(__m256 x)
-{
-    __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(0.044715f),
-                                   _mm256_set1_ps(1.0f));
-    __m256 e = tsr_avx2_exp(_mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(-1.5957691216f)), inner));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* x sigmoid(1.702 x), as x / (1 + e^(-1.702 x)). */
-static inline __m256 tsr_avx2_gelu_sigmoid(__m256 x)
-{
-    __m256 e = tsr_avx2_exp(_mm256_mul_ps(x, _mm256_set1_ps(-1.702f)));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* max(0, x) keeping NaN: max_ps returns its second operand, x, on NaN. */
-static inline __m256 tsr_avx2_relu(__m256 x)
-{
-    return _mm256_max_ps(_mm256_setzero_ps(), x);
-}
-
-static inline __m256 tsr_avx2_activate(__m256 x, tsr_activation act)
-{
-    switch (act) {
-    case TSR_ACT_RELU:
-        return tsr_avx2_relu(x);
-    case TSR_ACT_GELU:
-        return tsr_avx2_gelu(x);
-    case TSR_ACT_SILU:
-        return tsr_avx2_silu(x);
-    case TSR_ACT_GELU_TANH:
-        return tsr_avx2_gelu_tanh(x);
-    case TSR_ACT_GELU_SIGMOID:
-        return tsr_avx2_gelu_sigmoid(x);
-    case TSR_ACT_NONE:
-        break;
-    }
-    return x;
 }
 
 #endif

@@ -47,9 +47,9 @@
  * step, off the FMA pipes), so its chains are the f32 kernel's on the rounded
  * weights; it halves the weight stream of the memory-bound decode path.
  */
-#include "simd/avx512/avx512.h"
-#include "simd/avx512/epilogue.h"
 #include "simd/avx512/gemm-avx512.h"
+#include "simd/avx512/vec.h"
+#include "simd/frame/gemm-epilogue-vector.h"
 
 #define MR TSR_AVX512_GEMM_MR
 #define NR TSR_AVX512_GEMM_NR
@@ -101,9 +101,10 @@ static inline __attribute__((always_inline)) void load_weights(const void *b, si
     }
 }
 
-/* A finished row's 32 sums to y through the set's epilogue vector: the
- * operations tsr_f32_gemm_epilogue__avx512 applies to the same sums read
- * back from C, so the same bits; columns past out->n are not touched. */
+/* A finished row's 32 sums to y through the epilogue's vector
+ * (simd/frame/gemm-epilogue-vector.h): the operations
+ * tsr_f32_gemm_epilogue__avx512 applies to the same sums read back from C,
+ * so the same bits; columns past out->n are not touched. */
 static inline __attribute__((always_inline)) void finish_row(const tsr_gemm_tile_out *out,
                                                              size_t i, __m512 lo, __m512 hi)
 {
@@ -111,36 +112,32 @@ static inline __attribute__((always_inline)) void finish_row(const tsr_gemm_tile
     const float *r = out->residual ? out->residual + i * out->ldr : NULL;
     float *y = out->y + i * out->ldy;
     const __mmask16 lo_mask = tsr_avx512_tail_mask(n < 16 ? n : 16);
-    tsr_avx512_epilogue_vector(lo, out->bias, r, y, out->act, n < 16, lo_mask);
+    epilogue_vector(lo, out->bias, r, y, out->act, n < 16, lo_mask);
     if (n > 16)
-        tsr_avx512_epilogue_vector(hi, out->bias ? out->bias + 16 : NULL, r ? r + 16 : NULL,
-                                   y + 16, out->act, n < 32, tsr_avx512_tail_mask(n - 16));
+        epilogue_vector(hi, out->bias ? out->bias + 16 : NULL, r ? r + 16 : NULL, y + 16, out->act,
+                        n < 32, tsr_avx512_tail_mask(n - 16));
 }
 
 /* A full-width tile (out->n == NR) to y with `act` a constant: the bias
- * vectors loaded once and no per-row tests. The same operations in the same
- * order as finish_row (bias, activation, residual), so the same bits. */
+ * vectors loaded once and no per-row tests, each vector through the
+ * epilogue's own epilogue_value, so the same bits as finish_row. */
 static inline __attribute__((always_inline)) void finish_full_tile(const tsr_gemm_tile_out *o,
                                                                    __m512 acc[MR][2],
                                                                    const tsr_activation act)
 {
     const __m512 b0 = o->bias ? _mm512_loadu_ps(o->bias) : _mm512_setzero_ps();
     const __m512 b1 = o->bias ? _mm512_loadu_ps(o->bias + 16) : _mm512_setzero_ps();
+    const __m512 *bias0 = o->bias ? &b0 : NULL, *bias1 = o->bias ? &b1 : NULL;
 #pragma GCC unroll 12
     for (size_t i = 0; i < MR; i++) {
-        __m512 lo = acc[i][0], hi = acc[i][1];
-        if (o->bias) {
-            lo = _mm512_add_ps(lo, b0);
-            hi = _mm512_add_ps(hi, b1);
-        }
-        lo = tsr_avx512_activate(lo, act);
-        hi = tsr_avx512_activate(hi, act);
         float *y = o->y + i * o->ldy;
+        __m512 r0 = _mm512_setzero_ps(), r1 = r0;
         if (o->residual) {
-            const float *r = o->residual + i * o->ldr;
-            lo = _mm512_add_ps(_mm512_loadu_ps(r), lo);
-            hi = _mm512_add_ps(_mm512_loadu_ps(r + 16), hi);
+            r0 = _mm512_loadu_ps(o->residual + i * o->ldr);
+            r1 = _mm512_loadu_ps(o->residual + i * o->ldr + 16);
         }
+        const __m512 lo = epilogue_value(acc[i][0], bias0, act, o->residual ? &r0 : NULL);
+        const __m512 hi = epilogue_value(acc[i][1], bias1, act, o->residual ? &r1 : NULL);
         _mm512_storeu_ps(y, lo);
         _mm512_storeu_ps(y + 16, hi);
     }

@@ -4,7 +4,7 @@
  *     v = ((float)(acc - offset * sums[c]) * w_scales[c]) * x_scales[i]
  *     y = act(v + bias) + residual
  * the dequantizing of simd/int8.h and the f32 epilogue's vector
- * (simd/avx512/epilogue.h) with v in registers: the same operations in the
+ * (simd/frame/gemm-epilogue-vector.h) with v in registers: the same operations in the
  * same order as the frame's two separate passes, so the same bits, without
  * writing and reading back a float tile. An int8 output costs a quarter of an
  * f32 one in the microkernel, so these per-output steps weigh four times as
@@ -14,9 +14,9 @@
  * serve all its rows; a partial vector goes through opmask loads and stores
  * (nothing past column n is read in the bias, residual or y, nor written).
  */
-#include "simd/avx512/avx512.h"
-#include "simd/avx512/epilogue.h"
 #include "simd/avx512/gemm-avx512.h"
+#include "simd/avx512/vec.h"
+#include "simd/frame/gemm-epilogue-vector.h"
 
 /* Columns [j, j + 16) of row i (the `mask`ed fewer when partial). */
 static inline __attribute__((always_inline)) void finish_vector(
@@ -26,7 +26,7 @@ static inline __attribute__((always_inline)) void finish_vector(
     const __m512i a = _mm512_loadu_si512((const void *)acc);
     const __m512 v =
         _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(a, off_sums)), ws), xs);
-    tsr_avx512_epilogue_vector(v, bias, residual, y, act, partial, mask);
+    epilogue_vector(v, bias, residual, y, act, partial, mask);
 }
 
 /* Columns in pieces of 32 (the widest panel), rows in order within a piece,
