@@ -15,5 +15,7 @@ if ! "$python" -c 'import pytest' 2>/dev/null; then
 fi
 PYTHONPATH="$builddir/python/.libs${PYTHONPATH:+:$PYTHONPATH}"
 LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONPATH LD_LIBRARY_PATH
+# No __pycache__ in the source tree (which distcheck makes read-only).
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH LD_LIBRARY_PATH PYTHONDONTWRITEBYTECODE
 exec "$python" -m pytest -q -p no:cacheprovider "$srcdir/python/tests"
