@@ -5,7 +5,10 @@
 # tessera.Translator.translate_batch, each on one worker of 1 thread, as ids
 # and as text; the two run alternately ROUNDS times (so both see the same
 # background load), and the medians of their microseconds a call give the
-# overhead: Python's median over C's, less 1.
+# overhead: Python's median over C's, less 1. Each also reports the CPU time
+# of its calling thread a call (the computing runs on the runtime's own
+# thread): the difference is what the module itself costs, steady under a
+# load that moves the wall times by tens of percent.
 #
 #   perf/python-overhead.sh [-n CALLS] [-r ROUNDS]     (defaults 2000 and 9)
 #
@@ -43,10 +46,11 @@ t = tessera.Translator(model, threads=1)
 translate = t.translate_batch
 for _ in range(n // 10):
     translate(batch)
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), time.thread_time()
 for _ in range(n):
     translate(batch)
-print("%.3f" % ((time.perf_counter() - start) / n * 1e6))
+print("%.3f %.3f" % ((time.perf_counter() - start) / n * 1e6,
+                     (time.thread_time() - start_cpu) / n * 1e6))
 PY
 }
 
@@ -62,10 +66,13 @@ for form in ids text; do
         py_loop "$form" "$source" >>"$work/py.$form"
         r=$((r + 1))
     done
-    c=$(median <"$work/c.$form")
-    py=$(median <"$work/py.$form")
-    echo "$form: C $(tr '\n' ' ' <"$work/c.$form")us"
-    echo "$form: Python $(tr '\n' ' ' <"$work/py.$form")us"
-    awk -v c="$c" -v p="$py" -v f="$form" 'BEGIN {
-        printf "%s: median C %.1f us/call, Python %.1f us/call, overhead %+.1f%%\n", f, c, p, (p / c - 1) * 100 }'
+    c=$(cut -d' ' -f1 "$work/c.$form" | median)
+    py=$(cut -d' ' -f1 "$work/py.$form" | median)
+    c_cpu=$(cut -d' ' -f2 "$work/c.$form" | median)
+    py_cpu=$(cut -d' ' -f2 "$work/py.$form" | median)
+    echo "$form: C (wall, caller CPU) $(tr '\n' ',' <"$work/c.$form") us"
+    echo "$form: Python (wall, caller CPU) $(tr '\n' ',' <"$work/py.$form") us"
+    awk -v c="$c" -v p="$py" -v cc="$c_cpu" -v pc="$py_cpu" -v f="$form" 'BEGIN {
+        printf "%s: median C %.1f us/call, Python %.1f us/call, overhead %+.1f%%; caller CPU C %.1f us, Python %.1f us: %+.1f us a call (%+.2f%% of C)\n",
+            f, c, p, (p / c - 1) * 100, cc, pc, pc - cc, (pc - cc) / c * 100 }'
 done
