@@ -1,9 +1,12 @@
-/* The module's classes and their docstrings (python/tessera.pyi types them). */
+/* The module's classes, subclasses of tessera.Model (python/engine.h), and
+ * their docstrings (python/tessera.pyi types them). */
 #ifndef TSR_PY_CLASSES_H
 #define TSR_PY_CLASSES_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "python/engine.h"
 
 extern PyTypeObject tsr_py_translator_type;
 extern PyTypeObject tsr_py_encoder_type;

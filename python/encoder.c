@@ -7,24 +7,7 @@
 #include "python/errors.h"
 #include "python/results.h"
 
-typedef struct encoder {
-    PyObject_HEAD
-    tsr_py_engine e;
-} encoder;
-
-static PyObject *encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    encoder *self = (encoder *)type->tp_alloc(type, 0);
-    if (self && tsr_py_engine_open(&self->e, args, kwargs) != 0)
-        Py_CLEAR(self);
-    return (PyObject *)self;
-}
-
-static void encoder_dealloc(encoder *self)
-{
-    tsr_py_engine_close(&self->e);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+typedef tsr_py_model encoder;
 
 /* One call's vectors, released when the last FloatArray viewing them goes. */
 typedef struct encodings {
@@ -132,36 +115,16 @@ done:
     return out;
 }
 
-static PyObject *encoder_d_model(encoder *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLong(self->e.cfg->d_model);
-}
-
-static PyObject *encoder_compute_type(encoder *self, void *closure)
-{
-    (void)closure;
-    return tsr_py_engine_compute_type(&self->e);
-}
-
 static PyMethodDef encoder_methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))encode_batch, METH_VARARGS | METH_KEYWORDS,
      TSR_PY_DOC_ENCODE_BATCH},
     {NULL, NULL, 0, NULL}};
 
-static PyGetSetDef encoder_getset[] = {
-    {"d_model", (getter)encoder_d_model, NULL, "The width of each vector.", NULL},
-    {"compute_type", (getter)encoder_compute_type, NULL,
-     "How the model holds its weights: 'f32', 'bf16' or 'int8'.", NULL},
-    {NULL, NULL, NULL, NULL, NULL}};
-
 PyTypeObject tsr_py_encoder_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.Encoder",
     .tp_basicsize = sizeof(encoder),
-    .tp_dealloc = (destructor)encoder_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = TSR_PY_DOC_ENCODER,
     .tp_methods = encoder_methods,
-    .tp_getset = encoder_getset,
-    .tp_new = encoder_new,
+    .tp_base = &tsr_py_model_type,
 };

@@ -160,7 +160,57 @@ void tsr_py_engine_release(tsr_py_engine *e, tessera_runtime *rt)
     pthread_mutex_unlock(&e->lock);
 }
 
-PyObject *tsr_py_engine_compute_type(const tsr_py_engine *e)
+/* ---- tessera.Model ---------------------------------------------------------- */
+
+static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    return PyUnicode_FromString(tessera_compute_type_name(tessera_model_compute_type(e->model)));
+    tsr_py_model *self = (tsr_py_model *)type->tp_alloc(type, 0);
+    if (self && tsr_py_engine_open(&self->e, args, kwargs) != 0)
+        Py_CLEAR(self);
+    return (PyObject *)self;
 }
+
+static void model_dealloc(tsr_py_model *self)
+{
+    tsr_py_engine_close(&self->e);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *model_compute_type(tsr_py_model *self, void *closure)
+{
+    (void)closure;
+    tessera_compute_type type = tessera_model_compute_type(self->e.model);
+    return PyUnicode_FromString(tessera_compute_type_name(type));
+}
+
+static PyObject *model_workers(tsr_py_model *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(self->e.n_runtimes);
+}
+
+static PyObject *model_d_model(tsr_py_model *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(self->e.cfg->d_model);
+}
+
+static PyGetSetDef model_getset[] = {
+    {"compute_type", (getter)model_compute_type, NULL,
+     "How the model holds its weights: 'f32', 'bf16' or 'int8'.", NULL},
+    {"workers", (getter)model_workers, NULL,
+     "How many calls compute at once (CTranslate2's num_translators).", NULL},
+    {"d_model", (getter)model_d_model, NULL, "The model's width: an encoder vector's floats.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject tsr_py_model_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.Model",
+    .tp_basicsize = sizeof(tsr_py_model),
+    .tp_dealloc = (destructor)model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Model(model, compute_type='f32', workers=1, threads=0, max_memory=None)\n\n"
+              "A loaded model and its workers: the base of Translator and Encoder.",
+    .tp_getset = model_getset,
+    .tp_new = model_new,
+};

@@ -43,7 +43,14 @@ void tsr_py_engine_close(tsr_py_engine *e);
 tessera_runtime *tsr_py_engine_acquire(tsr_py_engine *e);
 void tsr_py_engine_release(tsr_py_engine *e, tessera_runtime *rt);
 
-/* The engine's settings for Python: compute_type (str), workers, threads. */
-PyObject *tsr_py_engine_compute_type(const tsr_py_engine *e);
+/* tessera.Model, the base of Translator and Encoder: an object holding an
+ * engine, made from the arguments tsr_py_engine_open takes, with the
+ * properties both classes have (compute_type, workers, d_model). */
+typedef struct tsr_py_model {
+    PyObject_HEAD
+    tsr_py_engine e;
+} tsr_py_model;
+
+extern PyTypeObject tsr_py_model_type;
 
 #endif

@@ -33,7 +33,8 @@ class FloatArray:
     def __buffer__(self, flags: int) -> memoryview: ...
     def tolist(self) -> Union[List[List[float]], List[float]]: ...
 
-class Translator:
+class Model:
+    """A loaded model and its workers: the base of Translator and Encoder."""
     def __init__(
         self,
         model: Union[str, bytes, os.PathLike],
@@ -47,6 +48,10 @@ class Translator:
     def compute_type(self) -> str: ...
     @property
     def workers(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+
+class Translator(Model):
     def translate_batch(
         self,
         source: Sequence[Sentence],
@@ -79,20 +84,7 @@ class Translator:
         batch_type: str = "examples",
     ) -> List[ScoringResult]: ...
 
-class Encoder:
-    def __init__(
-        self,
-        model: Union[str, bytes, os.PathLike],
-        *,
-        compute_type: str = "f32",
-        workers: int = 1,
-        threads: int = 0,
-        max_memory: Optional[int] = None,
-    ) -> None: ...
-    @property
-    def compute_type(self) -> str: ...
-    @property
-    def d_model(self) -> int: ...
+class Encoder(Model):
     def encode_batch(
         self,
         source: Sequence[Sentence],

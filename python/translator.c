@@ -5,33 +5,19 @@
 #include "python/errors.h"
 #include "python/results.h"
 
-typedef struct translator {
-    PyObject_HEAD
-    tsr_py_engine e;
-} translator;
+typedef tsr_py_model translator;
 
+/* A Model with a decoder. */
 static PyObject *translator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    translator *self = (translator *)type->tp_alloc(type, 0);
-    if (!self)
-        return NULL;
-    if (tsr_py_engine_open(&self->e, args, kwargs) != 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    if (self->e.cfg->n_decoder_layers == 0) {
+    translator *self = (translator *)tsr_py_model_type.tp_new(type, args, kwargs);
+    if (self && self->e.cfg->n_decoder_layers == 0) {
         Py_DECREF(self);
         PyErr_SetString(PyExc_ValueError,
                         "the model has no decoder (an encoder alone): use tessera.Encoder");
         return NULL;
     }
     return (PyObject *)self;
-}
-
-static void translator_dealloc(translator *self)
-{
-    tsr_py_engine_close(&self->e);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* end_token: None, a target id or a target piece. */
@@ -273,18 +259,6 @@ done:
     return out;
 }
 
-static PyObject *translator_compute_type(translator *self, void *closure)
-{
-    (void)closure;
-    return tsr_py_engine_compute_type(&self->e);
-}
-
-static PyObject *translator_workers(translator *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLong(self->e.n_runtimes);
-}
-
 static PyMethodDef translator_methods[] = {
     {"translate_batch", (PyCFunction)(void (*)(void))translate_batch,
      METH_VARARGS | METH_KEYWORDS, TSR_PY_DOC_TRANSLATE_BATCH},
@@ -292,20 +266,12 @@ static PyMethodDef translator_methods[] = {
      TSR_PY_DOC_SCORE_BATCH},
     {NULL, NULL, 0, NULL}};
 
-static PyGetSetDef translator_getset[] = {
-    {"compute_type", (getter)translator_compute_type, NULL,
-     "How the model holds its weights: 'f32', 'bf16' or 'int8'.", NULL},
-    {"workers", (getter)translator_workers, NULL,
-     "How many calls compute at once (CTranslate2's num_translators).", NULL},
-    {NULL, NULL, NULL, NULL, NULL}};
-
 PyTypeObject tsr_py_translator_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.Translator",
     .tp_basicsize = sizeof(translator),
-    .tp_dealloc = (destructor)translator_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = TSR_PY_DOC_TRANSLATOR,
     .tp_methods = translator_methods,
-    .tp_getset = translator_getset,
+    .tp_base = &tsr_py_model_type,
     .tp_new = translator_new,
 };

@@ -102,3 +102,27 @@ def test_numpy_not_required():
     from conftest import TESSERA
     info = subprocess.run([TESSERA, "info"], stdout=subprocess.PIPE, check=True).stdout
     assert b"tessera " + out.stdout.strip() == info.split(b"\n")[0]
+
+
+def test_stubs_name_what_the_module_has():
+    """python/tessera.pyi: every class, method and keyword it declares exists."""
+    import ast
+    import inspect
+    import os
+    import tessera
+    from conftest import SRCDIR
+    with open(os.path.join(SRCDIR, "python", "tessera.pyi"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        assert hasattr(tessera, cls.name), cls.name
+        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+            if fn.name.startswith("__"):
+                continue
+            assert hasattr(getattr(tessera, cls.name), fn.name), (cls.name, fn.name)
+            doc = inspect.getdoc(getattr(getattr(tessera, cls.name), fn.name)) or ""
+            for arg in fn.args.args[1:] + fn.args.kwonlyargs:
+                if cls.name in ("Translator", "Encoder"):
+                    assert arg.arg + "=" in doc or arg.arg + "," in doc or arg.arg + ")" in doc, \
+                        (cls.name, fn.name, arg.arg)
+    assert issubclass(tessera.Translator, tessera.Model)
+    assert issubclass(tessera.Encoder, tessera.Model)
