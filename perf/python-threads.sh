@@ -2,9 +2,11 @@
 # Throughput of Python threads sharing one tessera.Translator of 2 workers:
 # the same short sentences (batch 1, greedy, MAX_LEN tokens each) translated
 # by 1 Python thread, then by 4, alternately ROUNDS times; prints each
-# round's sentences/s and the ratio of the medians (4 threads over 1). With 2
-# workers of 1 thread on 2 cores, 1 Python thread keeps one worker busy and 4
-# keep both: the ratio is near 2 when the GIL is released for the call.
+# round's sentences/s, the CPUs the process kept busy (its CPU time over the
+# wall time) and the ratio of the medians (4 threads over 1). With 2 workers
+# of 1 thread on 2 cores, 1 Python thread keeps one worker busy and 4 keep
+# both: the ratio is near 2 when the GIL is released for the call and the
+# host's other work leaves both cores free.
 #
 #   perf/python-threads.sh [-m MODEL] [-r ROUNDS] [-N SENTENCES] [-L MAX_LEN]
 #
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
     -r) rounds=$2; shift 2 ;;
     -N) sentences=$2; shift 2 ;;
     -L) max_len=$2; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python-threads.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -60,22 +62,26 @@ def run(threads):
         for i in range(k, n, threads):
             out[i] = t.translate_batch([sentences[i]], max_decoding_length=max_len)[0].hypotheses
     pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for th in pool:
         th.start()
     for th in pool:
         th.join()
-    return n / (time.perf_counter() - start), out
+    wall = time.perf_counter() - start
+    return n / wall, (time.process_time() - cpu) / wall, out
 
 rates = {1: [], 4: []}
+busy = {1: [], 4: []}
 outputs = {}
 for r in range(rounds):
     for threads in (1, 4):
-        rate, outputs[threads] = run(threads)
+        rate, cpus, outputs[threads] = run(threads)
         rates[threads].append(rate)
-        print("round %d: %d thread(s) %.1f sentences/s" % (r + 1, threads, rate))
+        busy[threads].append(cpus)
+        print("round %d: %d thread(s) %.2f sentences/s, %.2f CPUs busy" % (r + 1, threads, rate, cpus))
 assert outputs[1] == outputs[4], "the threads' translations differ"
 m1, m4 = statistics.median(rates[1]), statistics.median(rates[4])
-print("median: 1 thread %.1f sentences/s, 4 threads %.1f sentences/s, ratio %.2f"
-      % (m1, m4, m4 / m1))
+print("median: 1 thread %.2f sentences/s (%.2f CPUs busy), 4 threads %.2f sentences/s "
+      "(%.2f CPUs busy), ratio %.2f" % (m1, statistics.median(busy[1]), m4,
+                                         statistics.median(busy[4]), m4 / m1))
 PY
