@@ -5,7 +5,8 @@
 # tessera.Translator.translate_batch, each on one worker of 1 thread, as ids
 # and as text; the two run alternately ROUNDS times (so both see the same
 # background load), and the medians of their microseconds a call give the
-# overhead: Python's median over C's, less 1. Each also reports the CPU time
+# overhead: Python's median over C's, less 1 (and the median of each round's
+# Python over C, the two back to back). Each also reports the CPU time
 # of its calling thread a call (the computing runs on the runtime's own
 # thread): the difference is what the module itself costs, steady under a
 # load that moves the wall times by tens of percent.
@@ -72,7 +73,9 @@ for form in ids text; do
     py_cpu=$(cut -d' ' -f2 "$work/py.$form" | median)
     echo "$form: C (wall, caller CPU) $(tr '\n' ',' <"$work/c.$form") us"
     echo "$form: Python (wall, caller CPU) $(tr '\n' ',' <"$work/py.$form") us"
-    awk -v c="$c" -v p="$py" -v cc="$c_cpu" -v pc="$py_cpu" -v f="$form" 'BEGIN {
-        printf "%s: median C %.1f us/call, Python %.1f us/call, overhead %+.1f%%; caller CPU C %.1f us, Python %.1f us: %+.1f us a call (%+.2f%% of C)\n",
-            f, c, p, (p / c - 1) * 100, cc, pc, pc - cc, (pc - cc) / c * 100 }'
+    # Each round's pair ran back to back: the median of the pairs' ratios.
+    pairs=$(paste -d' ' "$work/c.$form" "$work/py.$form" | awk '{ print $3 / $1 }' | median)
+    awk -v c="$c" -v p="$py" -v cc="$c_cpu" -v pc="$py_cpu" -v f="$form" -v r="$pairs" 'BEGIN {
+        printf "%s: median C %.1f us/call, Python %.1f us/call, overhead %+.1f%% (median of the rounds%s ratios %+.1f%%); caller CPU C %.1f us, Python %.1f us: %+.1f us a call (%+.2f%% of C)\n",
+            f, c, p, (p / c - 1) * 100, "\047", (r - 1) * 100, cc, pc, pc - cc, (pc - cc) / c * 100 }'
 done
