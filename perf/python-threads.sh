@@ -3,7 +3,8 @@
 # the same short sentences (batch 1, greedy, MAX_LEN tokens each) translated
 # by 1 Python thread, then by 4, alternately ROUNDS times; prints each
 # round's sentences/s, the CPUs the process kept busy (its CPU time over the
-# wall time) and the ratio of the medians (4 threads over 1). With 2 workers
+# wall time) and 4 threads' rate over 1's, then the ratio of the medians and
+# the median of the rounds' ratios. With 2 workers
 # of 1 thread on 2 cores, 1 Python thread keeps one worker busy and 4 keep
 # both: the ratio is near 2 when the GIL is released for the call and the
 # host's other work leaves both cores free.
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     -r) rounds=$2; shift 2 ;;
     -N) sentences=$2; shift 2 ;;
     -L) max_len=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python-threads.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -73,15 +74,19 @@ def run(threads):
 rates = {1: [], 4: []}
 busy = {1: [], 4: []}
 outputs = {}
+ratios = []
 for r in range(rounds):
     for threads in (1, 4):
         rate, cpus, outputs[threads] = run(threads)
         rates[threads].append(rate)
         busy[threads].append(cpus)
-        print("round %d: %d thread(s) %.2f sentences/s, %.2f CPUs busy" % (r + 1, threads, rate, cpus))
+    ratios.append(rates[4][-1] / rates[1][-1])
+    print("round %d: 1 thread %.2f sentences/s (%.2f CPUs busy), 4 threads %.2f (%.2f): %.2fx"
+          % (r + 1, rates[1][-1], busy[1][-1], rates[4][-1], busy[4][-1], ratios[-1]))
 assert outputs[1] == outputs[4], "the threads' translations differ"
 m1, m4 = statistics.median(rates[1]), statistics.median(rates[4])
 print("median: 1 thread %.2f sentences/s (%.2f CPUs busy), 4 threads %.2f sentences/s "
-      "(%.2f CPUs busy), ratio %.2f" % (m1, statistics.median(busy[1]), m4,
-                                         statistics.median(busy[4]), m4 / m1))
+      "(%.2f CPUs busy), ratio %.2f; median of the rounds' ratios %.2f"
+      % (m1, statistics.median(busy[1]), m4, statistics.median(busy[4]), m4 / m1,
+         statistics.median(ratios)))
 PY
