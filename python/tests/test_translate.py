@@ -106,3 +106,27 @@ def test_result_fields(translator):
     assert r.scores == [] and r.alignments == []
     assert r == (r.hypotheses, r.scores, r.alignments)
     assert translator.translate_batch([]) == []
+
+
+def test_model_without_tokenizers(tmp_path, texts, pieces):
+    """Pieces through the directory's vocabulary files; text refused by name."""
+    import json
+    import os
+    import subprocess
+    import tessera
+    from conftest import MODEL, TESSERA
+    with open(os.path.join(MODEL, "config.json")) as f:
+        config = json.load(f)
+    del config["tokenizer"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    for name in ("model.safetensors", "vocab.src.txt", "vocab.tgt.txt"):
+        os.symlink(os.path.join(os.path.abspath(MODEL), name), tmp_path / name)
+    t = tessera.Translator(str(tmp_path), threads=1)
+    got = [" ".join(r.hypotheses[0]) for r in t.translate_batch(pieces)]
+    out = subprocess.run([TESSERA, "translate", "-m", str(tmp_path), "--pieces", "--threads", "1",
+                          "--compute-type", "f32"],
+                         input="".join(" ".join(p) + "\n" for p in pieces).encode(),
+                         stdout=subprocess.PIPE, check=True)
+    assert got == out.stdout.decode().split("\n")[:-1]
+    with pytest.raises(ValueError, match="tokenizer"):
+        t.translate_batch(texts[:1])
