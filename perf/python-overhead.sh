@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     -n) calls=$2; shift 2 ;;
     -r) rounds=$2; shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python-overhead.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
