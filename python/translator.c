@@ -1,0 +1,277 @@
+/* tessera.Translator: translate_batch and score_batch on a model's workers. */
+#include "python/classes.h"
+
+#include "python/convert.h"
+#include "python/errors.h"
+#include "python/results.h"
+
+typedef tsr_py_model translator;
+
+/* A Model with a decoder. */
+static PyObject *translator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    translator *self = (translator *)tsr_py_model_type.tp_new(type, args, kwargs);
+    if (self && self->e.cfg->n_decoder_layers == 0) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_ValueError,
+                        "the model has no decoder (an encoder alone): use tessera.Encoder");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* end_token: None, a target id or a target piece. */
+static int end_token_id(const tsr_py_engine *e, PyObject *obj, int *id)
+{
+    if (obj == Py_None) {
+        *id = -1;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        Py_ssize_t n;
+        const char *piece = PyUnicode_AsUTF8AndSize(obj, &n);
+        if (!piece)
+            return -1;
+        int32_t found = e->vocab[TESSERA_TARGET]
+                            ? tessera_vocabulary_find(e->vocab[TESSERA_TARGET], piece, (size_t)n)
+                            : -1;
+        if (found < 0) {
+            PyErr_Format(PyExc_ValueError, "end_token '%s' is not in the target vocabulary",
+                         piece);
+            return -1;
+        }
+        *id = found;
+        return 0;
+    }
+    int overflow;
+    long v = PyLong_AsLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < 0 || v >= e->cfg->tgt_vocab_size) {
+        PyErr_Format(PyExc_ValueError, "end token: out of range [0, %d)",
+                     e->cfg->tgt_vocab_size);
+        return -1;
+    }
+    *id = (int)v;
+    return 0;
+}
+
+/* Hypothesis k of sentence i as TranslationResult fields. */
+static int add_hypothesis(const tsr_py_engine *e, tsr_py_form form, const char *text,
+                          const tessera_hypothesis *h, PyObject *hyps, PyObject *scores,
+                          PyObject *alignments, int return_scores, int return_alignments)
+{
+    PyObject *hyp = form == TSR_PY_TEXT ? PyUnicode_FromString(text)
+                                        : tsr_py_target(e, form, h->ids, h->len);
+    if (!hyp || PyList_Append(hyps, hyp) != 0) {
+        Py_XDECREF(hyp);
+        return -1;
+    }
+    Py_DECREF(hyp);
+    if (return_scores) {
+        PyObject *s = PyFloat_FromDouble(h->score);
+        if (!s || PyList_Append(scores, s) != 0) {
+            Py_XDECREF(s);
+            return -1;
+        }
+        Py_DECREF(s);
+    }
+    if (return_alignments) {
+        PyObject *a = tsr_py_int_list(h->alignment, h->alignment ? h->len : 0);
+        if (!a || PyList_Append(alignments, a) != 0) {
+            Py_XDECREF(a);
+            return -1;
+        }
+        Py_DECREF(a);
+    }
+    return 0;
+}
+
+static PyObject *translation_results(const tsr_py_engine *e, tsr_py_form form, size_t n, int K,
+                                     const tessera_hypothesis *h,
+                                     const tessera_text_hypothesis *th, int return_scores,
+                                     int return_alignments)
+{
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *hyps = PyList_New(0), *scores = PyList_New(0), *alignments = PyList_New(0);
+        int rc = hyps && scores && alignments ? 0 : -1;
+        for (int k = 0; rc == 0 && k < K; k++) {
+            size_t at = i * (size_t)K + (size_t)k;
+            rc = add_hypothesis(e, form, th ? th[at].text : NULL, th ? &th[at].tokens : &h[at],
+                                hyps, scores, alignments, return_scores, return_alignments);
+        }
+        PyObject *r = NULL;
+        if (rc == 0)
+            r = tsr_py_translation_result(hyps, scores, alignments);
+        else {
+            Py_XDECREF(hyps);
+            Py_XDECREF(scores);
+            Py_XDECREF(alignments);
+        }
+        if (!r) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, r);
+    }
+    return out;
+}
+
+static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"source", "target_prefix", "max_batch_size", "batch_type",
+                               "beam_size", "max_decoding_length", "num_hypotheses",
+                               "length_penalty", "return_scores", "return_alignments",
+                               "sampling_topk", "sampling_topp", "sampling_temperature", "seed",
+                               "min_decoding_length", "no_repeat_ngram_size",
+                               "repetition_penalty", "disable_unk", "end_token", NULL};
+    tsr_py_engine *e = &self->e;
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    PyObject *source, *prefix = Py_None, *end_token = Py_None, *seed = NULL;
+    int max_batch_size = 0, return_scores = 0, return_alignments = 0;
+    const char *batch_type = "examples";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpO:translate_batch",
+                                     keywords, &source, &prefix, &max_batch_size, &batch_type,
+                                     &o.beam, &o.max_len, &o.n_best, &o.length_penalty,
+                                     &return_scores, &return_alignments, &o.sampling_topk,
+                                     &o.sampling_topp, &o.sampling_temperature, &seed,
+                                     &o.min_len, &o.no_repeat_ngram, &o.repetition_penalty,
+                                     &o.disable_unk, &end_token))
+        return NULL;
+    if (seed) {
+        o.seed = PyLong_AsUnsignedLongLong(seed);
+        if (PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "seed: a whole number in [0, 2^64)");
+            return NULL;
+        }
+    }
+    o.return_alignments = return_alignments;
+    tsr_py_batch src, pre = {0};
+    PyObject *out = NULL;
+    if (tsr_py_batch_read(e, TESSERA_SOURCE, source, "source", &src) != 0 ||
+        (prefix != Py_None &&
+         tsr_py_batch_read(e, TESSERA_TARGET, prefix, "target_prefix", &pre) != 0) ||
+        end_token_id(e, end_token, &o.end_token) != 0 ||
+        tsr_py_batching(max_batch_size, batch_type, src.n, &o.batch, &o.batch_tokens) != 0)
+        goto done;
+    if (prefix != Py_None && pre.n != src.n) {
+        PyErr_Format(PyExc_ValueError, "target_prefix: %zu prefixes for %zu sentences", pre.n,
+                     src.n);
+        goto done;
+    }
+    if (src.n == 0) {
+        out = PyList_New(0);
+        goto done;
+    }
+    tessera_hypothesis *h = NULL;
+    tessera_text_hypothesis *th = NULL;
+    char err[TSR_PY_ERR_LEN];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = prefix != Py_None ? tsr_py_batch_tokenize(e, TESSERA_TARGET, &pre, err, sizeof err) : 0;
+    o.target_prefix = prefix != Py_None ? pre.seqs : NULL;
+    if (rc == 0) {
+        tessera_runtime *rt = tsr_py_engine_acquire(e);
+        rc = src.form == TSR_PY_TEXT
+                 ? tessera_translate_text(rt, e->model, src.texts, src.n, &o, &th, err, sizeof err)
+                 : tessera_translate_with(rt, e->model, src.seqs, src.n, &o, &h, err, sizeof err);
+        tsr_py_engine_release(e, rt);
+    }
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        tsr_py_raise(rc, err);
+        goto done;
+    }
+    out = translation_results(e, src.form, src.n, o.n_best, h, th, return_scores,
+                              return_alignments);
+    if (th)
+        tessera_text_hypotheses_free(th, src.n * (size_t)o.n_best);
+    else
+        tessera_hypotheses_free(h, src.n * (size_t)o.n_best);
+done:
+    tsr_py_batch_free(&src);
+    tsr_py_batch_free(&pre);
+    return out;
+}
+
+static PyObject *score_batch(translator *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"source", "target", "max_batch_size", "batch_type", NULL};
+    tsr_py_engine *e = &self->e;
+    PyObject *source, *target;
+    int max_batch_size = 0;
+    const char *batch_type = "examples";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$is:score_batch", keywords, &source,
+                                     &target, &max_batch_size, &batch_type))
+        return NULL;
+    tessera_score_options so;
+    tessera_score_options_init(&so);
+    tsr_py_batch src, tgt = {0};
+    PyObject *out = NULL;
+    if (tsr_py_batch_read(e, TESSERA_SOURCE, source, "source", &src) != 0 ||
+        tsr_py_batch_read(e, TESSERA_TARGET, target, "target", &tgt) != 0 ||
+        tsr_py_batching(max_batch_size, batch_type, src.n, &so.batch, &so.batch_tokens) != 0)
+        goto done;
+    if (tgt.n != src.n) {
+        PyErr_Format(PyExc_ValueError, "target: %zu targets for %zu sources", tgt.n, src.n);
+        goto done;
+    }
+    if (src.n == 0) {
+        out = PyList_New(0);
+        goto done;
+    }
+    /* Text is tokenized here, not by tessera_score_text: the results' lengths
+     * are the targets' token counts, which that function does not return. */
+    float **scores = NULL;
+    char err[TSR_PY_ERR_LEN];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = tsr_py_batch_tokenize(e, TESSERA_SOURCE, &src, err, sizeof err);
+    if (rc == 0)
+        rc = tsr_py_batch_tokenize(e, TESSERA_TARGET, &tgt, err, sizeof err);
+    if (rc == 0) {
+        tessera_runtime *rt = tsr_py_engine_acquire(e);
+        rc = tessera_score_with(rt, e->model, src.seqs, tgt.seqs, src.n, &so, &scores, err,
+                                sizeof err);
+        tsr_py_engine_release(e, rt);
+    }
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        tsr_py_raise(rc, err);
+        goto done;
+    }
+    out = PyList_New((Py_ssize_t)src.n);
+    for (size_t i = 0; out && i < src.n; i++) {
+        PyObject *lp = tsr_py_float_list(scores[i], tgt.seqs[i].len + 1);
+        PyObject *r = lp ? tsr_py_scoring_result(lp) : NULL;
+        if (!r) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, r);
+    }
+    tessera_scores_free(scores, src.n);
+done:
+    tsr_py_batch_free(&src);
+    tsr_py_batch_free(&tgt);
+    return out;
+}
+
+static PyMethodDef translator_methods[] = {
+    {"translate_batch", (PyCFunction)(void (*)(void))translate_batch,
+     METH_VARARGS | METH_KEYWORDS, TSR_PY_DOC_TRANSLATE_BATCH},
+    {"score_batch", (PyCFunction)(void (*)(void))score_batch, METH_VARARGS | METH_KEYWORDS,
+     TSR_PY_DOC_SCORE_BATCH},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject tsr_py_translator_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tessera.Translator",
+    .tp_basicsize = sizeof(translator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = TSR_PY_DOC_TRANSLATOR,
+    .tp_methods = translator_methods,
+    .tp_base = &tsr_py_model_type,
+    .tp_new = translator_new,
+};
