@@ -14,6 +14,11 @@
  * other -> RuntimeError. Returns NULL, for `return tsr_py_raise(...)`. */
 PyObject *tsr_py_raise(int status, const char *message);
 
+/* tsr_py_raise for a message of translate's, with the decoding options it
+ * names (the library's field names) put as translate_batch's keywords:
+ * "beam: 0 is out of range" becomes "beam_size: 0 is out of range". */
+PyObject *tsr_py_raise_options(int status, const char *message);
+
 /* Raises the exception for a model that did not load from dir: MemoryError
  * for TESSERA_ERR_NOMEM, else OSError (FileNotFoundError when dir or its
  * config.json is missing), the model's files being what failed. */

@@ -181,7 +181,7 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
     }
     Py_END_ALLOW_THREADS
     if (rc != 0) {
-        tsr_py_raise(rc, err);
+        tsr_py_raise_options(rc, err);
         goto done;
     }
     out = translation_results(e, src.form, src.n, o.n_best, h, th, return_scores,

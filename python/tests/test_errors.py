@@ -55,8 +55,12 @@ def test_bad_translate_raises_and_leaves_translator_usable(translator, error, ar
 def test_message_is_the_library_s(translator):
     with pytest.raises(ValueError, match=r"^sentence 2: token id 999 out of range \[0, 34\)$"):
         translator.translate_batch([[18], [18, 999]])
-    with pytest.raises(ValueError, match=r"^beam size 0: must be at least 1$"):
+    # The library's check, in translate_batch's keywords.
+    with pytest.raises(ValueError, match=r"^beam_size: 0 is out of range \[1, 1024\]$"):
         translator.translate_batch(GOOD, beam_size=0)
+    with pytest.raises(ValueError,
+                       match=r"^num_hypotheses: 3 is out of range \[1, beam_size \(2\)\]$"):
+        translator.translate_batch(GOOD, beam_size=2, num_hypotheses=3)
 
 
 @pytest.mark.parametrize("args", [
