@@ -74,14 +74,25 @@ static void decoder(const dims *m, double rows, double s, double self_pairs, dou
     w->bytes += 4.0 * head_rows * m->vt;   /* its logits */
 }
 
+static dims dims_of(const tessera_config *c, tessera_compute_type type)
+{
+    return (dims){
+        .d = c->d_model, .dff = c->d_ff, .vt = c->tgt_vocab_size,
+        .le = c->n_encoder_layers, .ld = c->n_decoder_layers,
+        .weight_bytes = type == TESSERA_COMPUTE_INT8 ? 1.0 : type == TESSERA_COMPUTE_BF16 ? 2.0 : 4.0,
+        .int8 = type == TESSERA_COMPUTE_INT8,
+    };
+}
+
+/* Every layer applied once to no rows: its weights' bytes, nothing else. */
 double cli_bench_weight_bytes(const tessera_config *c, tessera_compute_type type)
 {
-    double d = c->d_model, dff = c->d_ff, eb = type == TESSERA_COMPUTE_INT8   ? 1.0
-                                               : type == TESSERA_COMPUTE_BF16 ? 2.0
-                                                                              : 4.0;
-    double encoder = c->n_encoder_layers * (4 * d * d + 2 * d * dff);
-    double decoder = c->n_decoder_layers * (8 * d * d + 2 * d * dff);
-    return eb * (encoder + decoder + d * c->tgt_vocab_size);
+    dims m = dims_of(c, type);
+    cli_bench_work w = {0};
+    encoder(&m, 0, 0, &w);
+    cross_memory(&m, 0, 0, &w);
+    decoder(&m, 0, 0, 0, 0, 0, 0, &w);
+    return w.bytes;
 }
 
 void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera_limits *l,
@@ -104,12 +115,7 @@ void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera
 void cli_bench_work_of(const tessera_config *c, tessera_compute_type type,
                        const cli_bench_shape *s, cli_bench_work *w)
 {
-    dims m = {
-        .d = c->d_model, .dff = c->d_ff, .vt = c->tgt_vocab_size,
-        .le = c->n_encoder_layers, .ld = c->n_decoder_layers,
-        .weight_bytes = type == TESSERA_COMPUTE_INT8 ? 1.0 : type == TESSERA_COMPUTE_BF16 ? 2.0 : 4.0,
-        .int8 = type == TESSERA_COMPUTE_INT8,
-    };
+    dims m = dims_of(c, type);
     double n = s->sentences, src = s->src_len, tgt = s->tgt_len;
     memset(w, 0, sizeof *w);
     encoder(&m, n, src, w);

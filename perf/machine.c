@@ -18,11 +18,8 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "tessera-config.h"
-#include "base/memory.h"
 #include "perf/perf.h"
 #include "simd/gemm/gemm.h"
 #include "simd/sets.h"

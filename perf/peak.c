@@ -33,22 +33,10 @@ void perf_peak_run_init(perf_peak_run *p, perf_fma_loop_fn loop, int threads, do
         seconds = MIN_RUN_SECONDS;
     p->loop = loop;
     p->threads = threads;
-    /* Sized on the calling thread alone, so that the start of a parallel
-     * region (slow on a busy machine) cannot shrink a run. */
-    uint64_t iterations = 1u << 12;
-    double flops, dt;
-    for (;;) {
-        double t0 = perf_now();
-        flops = loop(iterations);
-        dt = perf_now() - t0;
-        if (dt >= seconds / 8)
-            break;
-        iterations *= 2;
-    }
-    p->iterations = (uint64_t)((double)iterations * seconds / dt) + 1;
-    /* A loop's flops grow with its iterations, and every thread runs the
-     * same number of them. */
-    p->flops = flops / (double)iterations * (double)p->iterations * (double)threads;
+    double per_iteration;
+    p->iterations = tsr_peak_iterations(loop, seconds, &per_iteration);
+    /* Every thread runs the same number of iterations. */
+    p->flops = per_iteration * (double)p->iterations * (double)threads;
 }
 
 static void run_part(void *ctx, int t, int threads)

@@ -157,4 +157,9 @@ Test(bench_work, encoder_by_hand)
     cr_expect_float_eq(w.f32_flops, flops, 1e-9 * flops);
     cr_expect_float_eq(w.bytes, bytes, 1e-9 * bytes);
     cr_expect_eq(w.i8_ops, 0.0);
+    /* One copy of every linear layer's weights: the encoder's, the decoder's
+     * (self Q, K, V and output, cross Q, K, V and output, FFN), the generator. */
+    double weights = 4 * (layers * (4 * d * d + 2 * d * dff) + 3 * (8 * d * d + 2 * d * dff) +
+                          d * c.tgt_vocab_size);
+    cr_expect_float_eq(cli_bench_weight_bytes(&c, TESSERA_COMPUTE_F32), weights, 1e-9 * weights);
 }

@@ -4,9 +4,9 @@
 #include "threads/limits.h"
 
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/memory.h"
 
 #ifdef _OPENMP
@@ -23,13 +23,6 @@
  * panels side by side gets the higher figure, so that is the ceiling. */
 #define MAX_STREAMS 4
 #define MAX_THREADS 256
-
-double tsr_limits_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* fn(ctx, part, parts) for parts 0 .. threads - 1, on a team of `threads`
  * (a smaller team runs the missing parts on its threads). */
@@ -62,28 +55,33 @@ static void run_loop(void *ctx, int part, int parts)
     p->loop(p->iterations);
 }
 
-double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs)
+uint64_t tsr_peak_iterations(tsr_peak_loop_fn loop, double seconds, double *ops_per_iteration)
 {
-    /* Sized on the calling thread alone, so that the start of a parallel
-     * region (slow on a busy machine) cannot shrink a run. */
     uint64_t iterations = 1u << 12;
     double ops, dt;
     for (;;) {
-        double t0 = tsr_limits_now();
+        double t0 = tsr_seconds();
         ops = loop(iterations);
-        dt = tsr_limits_now() - t0;
-        if (dt >= MIN_RUN_SECONDS / 8)
+        dt = tsr_seconds() - t0;
+        if (dt >= seconds / 8)
             break;
         iterations *= 2;
     }
-    peak_run p = {loop, (uint64_t)((double)iterations * MIN_RUN_SECONDS / dt) + 1};
-    /* A loop's operations grow with its iterations; every thread runs as many. */
-    double per_run = ops / (double)iterations * (double)p.iterations * (double)threads;
+    *ops_per_iteration = ops / (double)iterations;
+    return (uint64_t)((double)iterations * seconds / dt) + 1;
+}
+
+double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs)
+{
+    double per_iteration;
+    peak_run p = {loop, tsr_peak_iterations(loop, MIN_RUN_SECONDS, &per_iteration)};
+    /* Every thread runs as many iterations. */
+    double per_run = per_iteration * (double)p.iterations * (double)threads;
     double best = 0;
     for (int r = 0; r < runs; r++) {
-        double t0 = tsr_limits_now();
+        double t0 = tsr_seconds();
         on_team(threads, run_loop, &p);
-        double rate = per_run / (tsr_limits_now() - t0);
+        double rate = per_run / (tsr_seconds() - t0);
         best = rate > best ? rate : best;
     }
     return best;
@@ -185,9 +183,9 @@ static double best_chunk_of_sweep(stream_job *j, int threads)
     volatile uint64_t sink = 0;
     for (j->first = 0; j->first + chunk_words <= j->words; j->first += chunk_words) {
         j->count = chunk_words;
-        double t0 = tsr_limits_now();
+        double t0 = tsr_seconds();
         on_team(threads, stream_read, j);
-        double dt = tsr_limits_now() - t0;
+        double dt = tsr_seconds() - t0;
         for (int t = 0; t < threads; t++)
             sink += j->sums[t];
         double rate = (double)(j->count / j->streams / 8 * 8 * j->streams) * sizeof(uint64_t) / dt;

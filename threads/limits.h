@@ -14,8 +14,11 @@
  * returns the operations it did (simd/SET/fma-peak.c and the int8 loops). */
 typedef double (*tsr_peak_loop_fn)(uint64_t iterations);
 
-/* Seconds on a monotonic clock. */
-double tsr_limits_now(void);
+/* How many iterations of loop make a run of about `seconds` on one thread
+ * (sized on the calling thread alone, so that the start of a parallel
+ * region, slow on a busy machine, cannot shrink a run), and the operations
+ * one iteration does (*ops_per_iteration). */
+uint64_t tsr_peak_iterations(tsr_peak_loop_fn loop, double seconds, double *ops_per_iteration);
 
 /* The best rate (operations per second, all threads together) of `runs`
  * runs of about 2 ms, every thread running the loop: a ceiling is a best

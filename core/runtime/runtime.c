@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/errors.h"
 #include "base/memory.h"
 #include "core/model/model.h"
@@ -132,13 +132,6 @@ void tsr_runtime_exec(const tessera_runtime *rt, const tessera_model *m, tsr_ker
                      .copy_of_thread = rt->copy_of_thread, .memory_budget = rt->max_memory};
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The call's context: the model's kernel table with this runtime's GEMM
  * blocking, and the weight copy on each thread's node. */
 static int execute(tessera_runtime *rt, call *c)
@@ -151,9 +144,9 @@ static int execute(tessera_runtime *rt, call *c)
     tsr_runtime_exec(rt, c->m, &table, &gemm, &ex);
     tsr_work work = {0};
     ex.work = &work;
-    double began = seconds_now();
+    double began = tsr_seconds();
     int rc = c->fn(&ex, c->arg, c->err, c->err_len);
-    double seconds = seconds_now() - began;
+    double seconds = tsr_seconds() - began;
     pthread_mutex_lock(&rt->lock);
     rt->stats.calls++;
     rt->stats.seconds += seconds;

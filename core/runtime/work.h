@@ -14,8 +14,8 @@
 #define TSR_CORE_RUNTIME_WORK_H
 
 #include <stddef.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "core/runtime/runtime.h"
 
 #ifdef _OPENMP
@@ -31,24 +31,17 @@ static inline int tsr_work_counted(const tsr_exec *ex)
 #endif
 }
 
-static inline double tsr_work_clock(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Before a divided loop (every thread calls it; thread 0 reads the clock). */
 static inline double tsr_work_begin(const tsr_exec *ex)
 {
-    return tsr_work_counted(ex) ? tsr_work_clock() : 0.0;
+    return tsr_work_counted(ex) ? tsr_seconds() : 0.0;
 }
 
 /* After it, its implicit barrier included. */
 static inline void tsr_work_end(const tsr_exec *ex, double began)
 {
     if (tsr_work_counted(ex))
-        ex->work->divided_seconds += tsr_work_clock() - began;
+        ex->work->divided_seconds += tsr_seconds() - began;
 }
 
 /* Work of one whole op (not one thread's share), counted once. */
