@@ -147,6 +147,42 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
     tsr_work_end(ex, began);
 }
 
+/* Asks for the keys and values of head h of job j to be brought into this
+ * core's caches. A decoding step's head reads 1 to a few hundred keys that
+ * sit in L3 (the caches of a batch outgrow L2), in short strided runs that
+ * the hardware prefetcher does not pick up: without this, each head's call
+ * waits on L3 latency line after line, at a fifth of L3's bandwidth. */
+static void prefetch_head(const tsr_attention_job *j, size_t h, size_t dh)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    const size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
+    const size_t line = 64 / sizeof(float);
+    for (size_t r = 0; r < j->n_k; r++) {
+        const float *k = j->k + k_off + r * j->ldk, *v = j->v + v_off + r * j->ldv;
+        for (size_t c = 0; c < dh; c += line) {
+            __builtin_prefetch(k + c, 0, 2);
+            __builtin_prefetch(v + c, 0, 2);
+        }
+    }
+#else
+    (void)j, (void)h, (void)dh;
+#endif
+}
+
+static void run_head(const tsr_exec *ex, const tsr_attention_job *j, size_t h, size_t dh,
+                     float scale)
+{
+    size_t off = h * dh;
+    size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
+    tsr_attention_args a = {
+        .q = j->q + off, .ldq = j->ldq, .k = j->k + k_off, .ldk = j->ldk,
+        .v = j->v + v_off, .ldv = j->ldv, .out = j->out + off, .ldo = j->ldo,
+        .n_q = j->n_q, .n_k = j->n_k, .d = dh, .scale = scale,
+        .causal = j->causal, .q_pos = j->q_pos,
+    };
+    ex->ks->attention(&a);
+}
+
 void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t n_jobs)
 {
     size_t H = ex->m->n_heads, dh = ex->m->d_head;
@@ -166,19 +202,27 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
         }
         tsr_work_add(ex, 4.0 * (double)(dh * H) * pairs, 0.0, 2.0 * 4.0 * (double)(dh * H) * keys);
     }
+    /* A decoding step (one query per job, as many keys in each head) splits
+     * the pairs evenly and in order, so that each thread knows its next pair
+     * and has its keys and values fetched while it runs this one; a query
+     * block's cost varies with its length and position, so those go to
+     * whichever thread is free. Each pair's bits are its own either way. */
+    int decode = 1;
+    for (size_t i = 0; i < n_jobs && decode; i++)
+        decode = jobs[i].n_q == 1;
     double began = tsr_work_begin(ex);
+    if (decode) {
+#pragma omp for schedule(static)
+        for (long t = 0; t < total; t++) {
+            size_t next = (size_t)t + 1;
+            if (next < (size_t)total)
+                prefetch_head(&jobs[next / H], next % H, dh);
+            run_head(ex, &jobs[(size_t)t / H], (size_t)t % H, dh, scale);
+        }
+    } else {
 #pragma omp for schedule(dynamic, 1)
-    for (long t = 0; t < total; t++) {
-        const tsr_attention_job *j = &jobs[(size_t)t / H];
-        size_t h = (size_t)t % H, off = h * dh;
-        size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
-        tsr_attention_args a = {
-            .q = j->q + off, .ldq = j->ldq, .k = j->k + k_off, .ldk = j->ldk,
-            .v = j->v + v_off, .ldv = j->ldv, .out = j->out + off, .ldo = j->ldo,
-            .n_q = j->n_q, .n_k = j->n_k, .d = dh, .scale = scale,
-            .causal = j->causal, .q_pos = j->q_pos,
-        };
-        ex->ks->attention(&a);
+        for (long t = 0; t < total; t++)
+            run_head(ex, &jobs[(size_t)t / H], (size_t)t % H, dh, scale);
     }
     tsr_work_end(ex, began);
 }
