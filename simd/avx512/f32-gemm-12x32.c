@@ -71,8 +71,14 @@
  * the hardware prefetcher before, gained too: 1 x (1536, 2048, 8000) x 512
  * +5.3 to +6.7 % (medians of 8-16 alternated pairs, Zen 5), from 0.6-4.6 %
  * slower than the avx2 set at 1 x 8000 x 512 (4 of 5 full runs) to 1.02 and
- * 1.05x its speed (medians of 10 and 12 alternated pairs). */
-#define ROW_PREFETCH_BYTES 12288
+ * 1.05x its speed (medians of 10 and 12 alternated pairs). That was
+ * 12 KB; on a Zen 4 (1 thread, 3 alternated rounds of tessera-perf, weights
+ * from memory) 12 KB held a row to 25 GB/s of the 42 the machine streams,
+ * and 6 KB reads 35 (1 x 32768 x 512 f32; 1 x 8000 x 512 f32 25 -> 34, bf16
+ * 26 -> 28, 4 rows 23 -> 27); 2 to 6 KB measured alike there, 8 KB 30,
+ * 12 KB and more 25. 6 KB, near the 8 KB that Zen 5 measured alike with
+ * 12 and 16, is the distance both take. */
+#define ROW_PREFETCH_BYTES 6144
 
 /* Up to this many rows take the far L2 prefetch instead of the 24-step one:
  * with few rows a step is a few cycles, and 24 of them are far too short
