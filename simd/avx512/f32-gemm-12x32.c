@@ -54,10 +54,14 @@
 #define MR TSR_AVX512_GEMM_MR
 #define NR TSR_AVX512_GEMM_NR
 
-/* Each step prefetches the panel lines this many steps ahead (3 KB, as the
- * avx2 kernel's 48 steps of 16 floats); up to 4 rows prefetch further
- * (ROW_PREFETCH_BYTES). */
-#define PREFETCH_STEPS 24
+/* Each step prefetches the panel lines this many steps ahead (6 KB: one
+ * turn of the decode path's row tiles, DECODE_KC steps, ahead, as the avx2
+ * kernel does); up to 4 rows prefetch further (ROW_PREFETCH_BYTES). It was
+ * 24 (3 KB), which on a Zen 4 left 16 decode rows waiting on the weights:
+ * tessera-perf --clock cpu, 2 rounds, 16 x 2048 x 512 80-89 -> 96-97
+ * GFLOP/s, 16 x 32768 x 512 (from memory) 78-80 -> 89-93; 32 and 64 steps
+ * less; 64 rows (the packed path, L1 pieces) unchanged. */
+#define PREFETCH_STEPS 48
 
 /* A single row (greedy decoding of one sentence) is bound by the weight
  * stream. Of bf16 weights it reads one line a step and did not keep memory
