@@ -119,12 +119,20 @@ typedef struct tsr_ffn_args {
  * see at least one key. Memory beyond the arguments is O(block) per call: the
  * softmax is computed online, a block of keys at a time, with a running
  * maximum and sum per query row.
+ *
+ * kt, when not NULL, holds the same keys transposed: kt[c * ldkt + j] =
+ * k[j * ldk + c] (the decoder keeps its cross-attention keys so). A set may
+ * read either: a decoding step's scores then come with plain vector loads,
+ * where K needs transposing first. Each score is the same FMA chain either
+ * way, so the bits do not depend on it.
  */
 typedef struct tsr_attention_args {
     const float *q;
     size_t ldq;
     const float *k;
     size_t ldk;
+    const float *kt; /* NULL, or the keys transposed, rows ldkt apart */
+    size_t ldkt;
     const float *v;
     size_t ldv;
     float *out;

@@ -852,6 +852,9 @@ static const attention_shape attention_shapes[] = {
     {67, 67, 12, 1, 0, 0, 0},     {5, 130, 64, 1, 100, 0, 0},  {4, 20, 8, 1, 30, 0, 0},
     {129, 257, 72, 0, 0, 0, 0},   {300, 300, 64, 1, 0, 0, 0},  {300, 300, 12, 0, 0, 0, 0},
     {3, 200, 64, 0, 0, 3.0f, 1},  {40, 190, 8, 1, 150, 4.0f, 2}, {2, 129, 1, 0, 0, 8.0f, 3},
+    /* decoding steps of cross-attention (kt below): whole and partial vectors */
+    {1, 30, 64, 0, 0, 0, 0},      {1, 47, 72, 1, 46, 0, 0},    {1, 131, 5, 0, 0, 2.0f, 0},
+    {1, 16, 64, 0, 0, 0, 0},      {1, 9, 3, 0, 0, 0, 0},
 };
 
 static void run_attention(const tsr_kernels *ks, const tsr_attention_args *whole, size_t i0,
@@ -919,9 +922,25 @@ ParameterizedTest(set_param *p, kernels, attention)
         expect_same_bits(split.p, split.ld, out.p, out.ld, s->n_q, 0, s->d, set,
                          "attention with the queries split in two calls", shape);
 
+        /* The keys also given transposed (kt), as the decoder gives its
+         * cross-attention keys: the same bits, whichever the set reads. */
+        buffer kt = buffer_new(s->d, s->n_k, s->n_k + pad, off);
+        for (size_t j = 0; j < s->n_k; j++)
+            for (size_t c = 0; c < s->d; c++)
+                kt.p[c * kt.ld + j] = k.p[j * k.ld + c];
+        buffer with_kt = buffer_new(s->n_q, s->d, out.ld, off);
+        tsr_attention_args at = a;
+        at.kt = kt.p;
+        at.ldkt = kt.ld;
+        at.out = with_kt.p;
+        ks->attention(&at);
+        expect_same_bits(with_kt.p, with_kt.ld, out.p, out.ld, s->n_q, 0, s->d, set,
+                         "attention with the keys also given transposed", shape);
+        expect_untouched_outside(&with_kt, 0, s->d, set, "attention with kt", shape);
+
         free(ref);
         free(tol);
-        buffer *all[] = {&q, &k, &v, &out, &split};
+        buffer *all[] = {&q, &k, &v, &out, &split, &kt, &with_kt};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             buffer_free(all[i]);
     }

@@ -13,12 +13,16 @@
 #include "core/network/ops.h"
 
 /* Cross-attention keys and values of every decoder layer, computed once per
- * sentence from the encoder output. kv[layer] holds 2d floats per source
- * row; sentence s's n rows at kv[layer] + src->row0[s] * 2d, head by head:
+ * sentence from the encoder output. kv[layer] holds 3d floats per source
+ * row; sentence s's n rows at kv[layer] + src->row0[s] * 3d, head by head:
  * K of head h is [n][d_head] at h * n * d_head, V of head h at
- * n * d + h * n * d_head. A decoding step reads a head's keys and values as
+ * n * d + h * n * d_head, and K again, transposed ([d_head][n]), at
+ * 2 n d + h * n * d_head. A decoding step reads a head's keys and values as
  * one contiguous run each, not as d_head floats of every 2d-float row (a
- * stride that maps a head's keys to a few cache sets and pages). */
+ * stride that maps a head's keys to a few cache sets and pages), and its
+ * scores from the transposed keys with plain vector loads (the attention
+ * kernels' kt); K itself serves the kernels that read K, teacher-forced
+ * scoring and the alignments. */
 typedef struct tsr_cross_memory {
     float **kv;
     const tsr_packing *src;

@@ -158,11 +158,23 @@ static void prefetch_head(const tsr_attention_job *j, size_t h, size_t dh)
     const size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
     const size_t line = 64 / sizeof(float);
     for (size_t r = 0; r < j->n_k; r++) {
-        const float *k = j->k + k_off + r * j->ldk, *v = j->v + v_off + r * j->ldv;
-        for (size_t c = 0; c < dh; c += line) {
-            __builtin_prefetch(k + c, 0, 2);
+        const float *v = j->v + v_off + r * j->ldv;
+        for (size_t c = 0; c < dh; c += line)
             __builtin_prefetch(v + c, 0, 2);
+    }
+    if (j->kt) { /* the keys a decoding step reads: dh rows of n_k */
+        for (size_t c = 0; c < dh; c++) {
+            const float *kt = j->kt + h * j->kt_head + c * j->ldkt;
+            for (size_t r = 0; r < j->n_k; r += line)
+                __builtin_prefetch(kt + r, 0, 2);
+            __builtin_prefetch(kt + j->n_k - 1, 0, 2);
         }
+        return;
+    }
+    for (size_t r = 0; r < j->n_k; r++) {
+        const float *k = j->k + k_off + r * j->ldk;
+        for (size_t c = 0; c < dh; c += line)
+            __builtin_prefetch(k + c, 0, 2);
     }
 #else
     (void)j, (void)h, (void)dh;
@@ -176,6 +188,7 @@ static void run_head(const tsr_exec *ex, const tsr_attention_job *j, size_t h, s
     size_t k_off = h * (j->k_head ? j->k_head : dh), v_off = h * (j->v_head ? j->v_head : dh);
     tsr_attention_args a = {
         .q = j->q + off, .ldq = j->ldq, .k = j->k + k_off, .ldk = j->ldk,
+        .kt = j->kt ? j->kt + h * j->kt_head : NULL, .ldkt = j->ldkt,
         .v = j->v + v_off, .ldv = j->ldv, .out = j->out + off, .ldo = j->ldo,
         .n_q = j->n_q, .n_k = j->n_k, .d = dh, .scale = scale,
         .causal = j->causal, .q_pos = j->q_pos,

@@ -45,6 +45,8 @@ typedef struct tsr_attention_job {
     const float *v;
     size_t ldv;
     size_t k_head, v_head; /* from one head's keys (values) to the next's; 0: d_head */
+    const float *kt;       /* NULL, or the keys transposed (tsr_attention_args): */
+    size_t ldkt, kt_head;  /* head h's kt[c][j] at kt + h * kt_head + c * ldkt + j */
     float *out;
     size_t ldo;
     size_t n_q, n_k;

@@ -149,6 +149,50 @@ static __attribute__((noinline)) void scores_1xkeys(size_t dc, const float *q, c
     }
 }
 
+/* One row's scores of nb keys (nb <= KEY_BLOCK) from keys given transposed
+ * (kt[c * ldkt + j], tsr_attention_args): s[0..W nv) = scale * sum_c q[c]
+ * kt[c][..], the chain of scores_1xvectors over c = 0 .. d-1 from 0, so the
+ * same bits, with no transposing. The last vector's keys past nb are loaded
+ * as 0 (never read), so their scores are 0. nv is a constant per copy. */
+static inline __attribute__((always_inline)) void
+scores_1xtransposed_vectors(const float *q, const float *kt, size_t ldkt, size_t nb, size_t d,
+                            float scale, float *s, const size_t nv)
+{
+    vec_t acc[KEY_VECTORS];
+    const vec_mask_t tail = VEC_TAIL_MASK(nb - VEC_WIDTH * (nv - 1)); /* 1 .. VEC_WIDTH keys */
+#pragma GCC unroll 8
+    for (size_t v = 0; v < nv; v++)
+        acc[v] = VEC_ZERO();
+    for (size_t c = 0; c < d; c++) {
+        const vec_t a = VEC_SET1(q[c]);
+        const float *row = kt + c * ldkt;
+#pragma GCC unroll 8
+        for (size_t v = 0; v + 1 < nv; v++)
+            acc[v] = VEC_FMA(a, VEC_LOADU(row + VEC_WIDTH * v), acc[v]);
+        acc[nv - 1] = VEC_FMA(a, VEC_LOAD_TAIL(row + VEC_WIDTH * (nv - 1), tail), acc[nv - 1]);
+    }
+    const vec_t sc = VEC_SET1(scale);
+#pragma GCC unroll 8
+    for (size_t v = 0; v < nv; v++)
+        VEC_STORE(s + VEC_WIDTH * v, VEC_MUL(acc[v], sc));
+}
+
+static __attribute__((noinline)) void scores_1xtransposed(const float *q, const float *kt,
+                                                          size_t ldkt, size_t nb, size_t d,
+                                                          float scale, float *s)
+{
+    switch ((nb + VEC_WIDTH - 1) / VEC_WIDTH) {
+    case 1: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, 1); break;
+    case 2: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, 2); break;
+    case 3: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, 3); break;
+    case 4: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, UP_TO(4, KEY_VECTORS)); break;
+    case 5: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, UP_TO(5, KEY_VECTORS)); break;
+    case 6: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, UP_TO(6, KEY_VECTORS)); break;
+    case 7: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, UP_TO(7, KEY_VECTORS)); break;
+    default: scores_1xtransposed_vectors(q, kt, ldkt, nb, d, scale, s, KEY_VECTORS); break;
+    }
+}
+
 /* ---- Softmax of one row's block --------------------------------------------- */
 
 /* The maximum of the row's e scores; the rest of the last vector is set to

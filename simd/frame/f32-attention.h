@@ -230,6 +230,13 @@ static void attend_query_block(query_block *b)
         size_t first_row = 0;
         if (a->causal && a->q_pos + b->first < j0)
             first_row = j0 - a->q_pos - b->first;
+        if (b->rows == 1 && a->kt) {
+            const tile t = tile_of(b, 0, 0, j0);
+            scores_1xtransposed(a->q + b->first * a->ldq, a->kt + j0, a->ldkt, nb, a->d,
+                                a->scale, b->scores[0]);
+            tile_softmax_values(b, &t, j0);
+            continue;
+        }
 #if ATTENTION_DECODE_FROM_K
         if (b->rows == 1) {
             const tile t = tile_of(b, 0, 0, j0);
