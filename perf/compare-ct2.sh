@@ -71,19 +71,33 @@ done
 [ $# -gt 0 ] || set -- --repeat 3
 
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+lines=$(mktemp)
+trap 'rm -f "$out" "$lines"' EXIT
+# run SED-EXPRESSION COMMAND...: the command's lines, edited, onto $out; a
+# runtime that fails stops the comparison (a pipeline would hide its status).
+run() {
+    edit=$1
+    shift
+    if ! "$@" >"$lines"; then
+        echo "compare-ct2.sh: '$1' failed (status above); no comparison" >&2
+        exit 1
+    fi
+    sed "$edit" "$lines" >>"$out"
+}
 i=0
 while [ "$i" -lt "$rounds" ]; do
-    "$tessera" bench --model "$model" --compute-type "$type" --threads "$threads" \
-        --case "$cases" "$@" | sed 's/^/runtime=tessera /' >>"$out"
+    run 's/^/runtime=tessera /' \
+        "$tessera" bench --model "$model" --compute-type "$type" --threads "$threads" \
+        --case "$cases" "$@"
     case ,$cases, in
     *,encoder,*)
-        "$tessera" bench --model "$model" --compute-type "$type" --threads "$threads" \
-            --case greedy "$@" --tgt-len 1 |
-            sed 's/^case=greedy /runtime=tessera case=encoder+1step /' >>"$out" ;;
+        run 's/^case=greedy /runtime=tessera case=encoder+1step /' \
+            "$tessera" bench --model "$model" --compute-type "$type" --threads "$threads" \
+            --case greedy "$@" --tgt-len 1 ;;
     esac
-    "$ct2_bench" --model "$ct2_model" --compute-type "$type" --threads "$threads" \
-        --case "$cases" "$@" | sed 's/^peer=ctranslate2 /runtime=ctranslate2 /' >>"$out"
+    run 's/^peer=ctranslate2 /runtime=ctranslate2 /' \
+        "$ct2_bench" --model "$ct2_model" --compute-type "$type" --threads "$threads" \
+        --case "$cases" "$@"
     i=$((i + 1))
 done
 
