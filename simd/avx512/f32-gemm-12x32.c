@@ -56,7 +56,7 @@
 
 /* Each step prefetches the panel lines this many steps ahead (6 KB: one
  * turn of the decode path's row tiles, DECODE_KC steps, ahead, as the avx2
- * kernel does); up to 4 rows prefetch further (ROW_PREFETCH_BYTES). It was
+ * kernel does); up to 4 rows prefetch further (ROW_PREFETCH_BYTES_*). It was
  * 24 (3 KB), which on a Zen 4 left 16 decode rows waiting on the weights:
  * tessera-perf --clock cpu, 2 rounds, 16 x 2048 x 512 80-89 -> 96-97
  * GFLOP/s, 16 x 32768 x 512 (from memory) 78-80 -> 89-93; 32 and 64 steps
@@ -80,9 +80,12 @@
  * from memory) 12 KB held a row to 25 GB/s of the 42 the machine streams,
  * and 6 KB reads 35 (1 x 32768 x 512 f32; 1 x 8000 x 512 f32 25 -> 34, bf16
  * 26 -> 28, 4 rows 23 -> 27); 2 to 6 KB measured alike there, 8 KB 30,
- * 12 KB and more 25. 6 KB, near the 8 KB that Zen 5 measured alike with
- * 12 and 16, is the distance both take. */
-#define ROW_PREFETCH_BYTES 6144
+ * 12 KB and more 25. So f32 rows take 6 KB, near the 8 KB that Zen 5
+ * measured alike with 12 and 16. bf16 rows keep 12 KB: in tessera bench
+ * greedy bf16 (Zen 4, 8 alternated rounds) 6 KB took 64.2 ms where 12 KB
+ * took 55.5, while f32 went 143.6 -> 107.7 with 6 KB. */
+#define ROW_PREFETCH_BYTES_F32 6144
+#define ROW_PREFETCH_BYTES_BF16 12288
 
 /* Up to this many rows take the far L2 prefetch instead of the 24-step one:
  * with few rows a step is a few cycles, and 24 of them are far too short
@@ -225,7 +228,8 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
                 _mm_prefetch(ahead + 64, _MM_HINT_T0);
             ahead += step_bytes;
         } else {
-            const char *row_ahead = (const char *)b + p * step_bytes + ROW_PREFETCH_BYTES;
+            const char *row_ahead = (const char *)b + p * step_bytes +
+                                    (bf16 ? ROW_PREFETCH_BYTES_BF16 : ROW_PREFETCH_BYTES_F32);
             _mm_prefetch(row_ahead, _MM_HINT_T1);
             if (!bf16)
                 _mm_prefetch(row_ahead + 64, _MM_HINT_T1);
