@@ -246,10 +246,12 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
 {
     cli_bench_work w = {runs->f32_flops / repeat, runs->i8_ops / repeat, runs->bytes / repeat};
     int modeled = !real && !bc->text;
+    const cli_bench_kind kind = bc->score                        ? CLI_BENCH_SCORE
+                                : bc->encode || bc->encoder_only ? CLI_BENCH_ENCODE
+                                                                 : CLI_BENCH_DECODE;
     if (modeled) {
         cli_bench_shape shape = {
-            .kind = bc->score ? CLI_BENCH_SCORE
-                    : bc->encode || bc->encoder_only ? CLI_BENCH_ENCODE : CLI_BENCH_DECODE,
+            .kind = kind,
             .sentences = n, .src_len = o->src_len, .tgt_len = o->tgt_len, .beam = bc->beam,
         };
         cli_bench_work_of(tessera_model_config(m), tessera_model_compute_type(m), &shape, &w);
@@ -260,7 +262,8 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
                              : 0.0);
     const tessera_config *c = tessera_model_config(m);
     cli_bench_bound_of b;
-    cli_bench_bound(&w, cli_bench_weight_bytes(c, tessera_model_compute_type(m)), limits, &b);
+    cli_bench_bound(&w, cli_bench_streamed_weight_bytes(c, tessera_model_compute_type(m), kind),
+                    limits, &b);
     if (b.seconds > 0)
         printf(" bound_ms=%.3f limit=%s pct_limit=%.1f\n", 1e3 * b.seconds, b.limit,
                100.0 * 1e3 * b.seconds / median_ms);

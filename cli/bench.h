@@ -57,6 +57,13 @@ void cli_bench_work_of(const tessera_config *c, tessera_compute_type type,
 /* The bytes of the model's linear layers' weights (one copy). */
 double cli_bench_weight_bytes(const tessera_config *c, tessera_compute_type type);
 
+/* The weights a case of `kind` reads over and over, whose size decides
+ * where they can stream from: the encoder's layers for the encoder alone,
+ * else those of one decoding step (the decoder's layers but the
+ * cross-attention keys and values, made once, and the generator). */
+double cli_bench_streamed_weight_bytes(const tessera_config *c, tessera_compute_type type,
+                                       cli_bench_kind kind);
+
 /* The roofline bound of work w on a machine with limits l: the larger of
  * its arithmetic at the peaks (f32 and int8 added) and its bytes at the
  * bandwidth of where the weights live (the cache when they fill at most half

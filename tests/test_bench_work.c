@@ -163,3 +163,22 @@ Test(bench_work, encoder_by_hand)
                           d * c.tgt_vocab_size);
     cr_expect_float_eq(cli_bench_weight_bytes(&c, TESSERA_COMPUTE_F32), weights, 1e-9 * weights);
 }
+
+/* The weights that decide the bound's level, by hand: the encoder alone
+ * reads its 2 layers (4d^2 + 2 d d_ff each); a decoding step reads each of
+ * the 3 decoder layers but its cross-attention keys and values (self Q, K,
+ * V, output; cross Q, output: 6d^2; FFN 2 d d_ff) and the generator, one
+ * byte a weight at int8, two at bf16. */
+Test(bench_work, streamed_weights_by_hand)
+{
+    tessera_config c = small_config();
+    double d = 32, dff = 48;
+    double encoder = 2 * (4 * d * d + 2 * d * dff);
+    double step = 3 * (6 * d * d + 2 * d * dff) + d * c.tgt_vocab_size;
+    cr_expect_float_eq(cli_bench_streamed_weight_bytes(&c, TESSERA_COMPUTE_INT8, CLI_BENCH_ENCODE),
+                       encoder, 1e-9 * encoder);
+    cr_expect_float_eq(cli_bench_streamed_weight_bytes(&c, TESSERA_COMPUTE_INT8, CLI_BENCH_DECODE),
+                       step, 1e-9 * step);
+    cr_expect_float_eq(cli_bench_streamed_weight_bytes(&c, TESSERA_COMPUTE_BF16, CLI_BENCH_SCORE),
+                       2 * step, 1e-9 * step);
+}
