@@ -9,13 +9,18 @@
 # both: the ratio is near 2 when the GIL is released for the call and the
 # host's other work leaves both cores free.
 #
-#   perf/python-threads.sh [-m MODEL] [-r ROUNDS] [-N SENTENCES] [-L MAX_LEN]
+#   perf/python-threads.sh [-m MODEL] [-r ROUNDS] [-N SENTENCES] [-L MAX_LEN] [-T TYPE]
 #
 #   -m MODEL    a model directory (default: Transformer-base written by
 #               perf/make-bench-model into a temporary directory; needs
 #               python3-torch; its random weights never choose EOS)
 #   -r ROUNDS   rounds of each (default 5); -N sentences a round (default 200);
 #   -L MAX_LEN  tokens decoded per sentence (default 16)
+#   -T TYPE     compute_type of the Translator: f32 (default), bf16 or int8. One
+#               sentence at a time, f32 and bf16 stream the weights from memory
+#               each token, so two workers share the memory bandwidth; int8
+#               weights of base fit the cache (perf/workers.sh -T, the same
+#               for the command's own workers)
 # Runs the module built in python/.libs (./configure --enable-python) with
 # /usr/bin/python3 (PYTHON overrides). Results: perf/RESULTS.md.
 set -eu
@@ -24,6 +29,7 @@ model=
 rounds=5
 sentences=200
 max_len=16
+type=f32
 python=${PYTHON:-/usr/bin/python3}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -31,7 +37,8 @@ while [ $# -gt 0 ]; do
     -r) rounds=$2; shift 2 ;;
     -N) sentences=$2; shift 2 ;;
     -L) max_len=$2; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -T) type=$2; shift 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "python-threads.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -46,12 +53,12 @@ if [ -z "$model" ]; then
 fi
 
 PYTHONPATH=$top/python/.libs LD_LIBRARY_PATH=$top/.libs \
-"$python" - "$model" "$rounds" "$sentences" "$max_len" <<'PY'
+"$python" - "$model" "$rounds" "$sentences" "$max_len" "$type" <<'PY'
 import random, statistics, sys, threading, time
 import tessera
 
 model, rounds, n, max_len = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-t = tessera.Translator(model, workers=2)
+t = tessera.Translator(model, workers=2, compute_type=sys.argv[5])
 vocab = 8000
 rng = random.Random(1)
 sentences = [[rng.randrange(4, vocab) for _ in range(rng.randrange(4, 12))] for _ in range(n)]
