@@ -156,12 +156,21 @@ static int candidate_before(const candidate *a, const candidate *b)
 }
 
 /* Keeps the `keep` best (hyp, token) pairs of one log-probability row in
- * `best` (sorted), by insertion: keep is small. Returns how many. */
+ * `best` (sorted), by insertion: keep is small. Returns how many.
+ *
+ * Once `keep` are kept, a token enters only with a score strictly above the
+ * last kept one's (equal scores go to the lower token, and tokens come in
+ * order), and base + lp is monotonic in lp, so a log-probability not above
+ * the last kept one's cannot enter: one float comparison passes over almost
+ * all of a row (the full test cost a fifth of int8 beam search's step). */
 static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_t keep,
                          candidate *best)
 {
     size_t have = 0;
+    float last_lp = -INFINITY; /* lp of best[keep - 1] once have == keep */
     for (size_t v = 0; v < V; v++) {
+        if (have == keep && !(lp[v] > last_lp))
+            continue;
         candidate c = {base + (double)lp[v], h, (int32_t)v};
         if ((have == keep && !candidate_before(&c, &best[have - 1])) || lp[v] == -INFINITY)
             continue; /* -inf: a token the rules forbid */
@@ -171,6 +180,8 @@ static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_
             j--;
         }
         best[j] = c;
+        if (have == keep)
+            last_lp = lp[best[keep - 1].token];
     }
     return have;
 }
