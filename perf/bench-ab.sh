@@ -67,21 +67,8 @@ while [ "$r" -le "$rounds" ]; do
 done
 [ -z "$raw" ] || cp "$lines" "$raw"
 
-awk '
-function field(key,    i) {
-    for (i = 1; i <= NF; i++)
-        if (index($i, key "=") == 1)
-            return substr($i, length(key) + 2)
-    return ""
-}
-function median(list,    n, v, i, j, t) {
-    n = split(list, v, " ")
-    for (i = 2; i <= n; i++)
-        for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
-            t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
-        }
-    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-}
+# Lines: build=A|B round=R case=C ... median_ms=MS [pct_limit=P serial_pct=S].
+awk -f "$(dirname "$0")/bench-lines.awk" -f /dev/stdin "$lines" <<'EOF'
 {
     key = "case=" field("case") " compute_type=" field("compute_type") " threads=" field("threads")
     if (!(key in seen)) { seen[key] = 1; order[++n] = key }
@@ -104,4 +91,5 @@ END {
         if ((k, "A") in pct) printf " a_pct_limit=%.1f", median(pct[k, "A"])
         printf " rounds=%d\n", split(ms[k, "A"], tmp, " ")
     }
-}' "$lines"
+}
+EOF
