@@ -66,8 +66,9 @@ double cli_bench_streamed_weight_bytes(const tessera_config *c, tessera_compute_
 
 /* The roofline bound of work w on a machine with limits l: the larger of
  * its arithmetic at the peaks (f32 and int8 added) and its bytes at the
- * bandwidth of where the weights live (the cache when they fill at most half
- * of it, else memory). seconds 0 when a peak it needs is unknown. */
+ * bandwidth of where weight_bytes (cli_bench_streamed_weight_bytes) can
+ * stream from: the cache when they fit in it, else memory. seconds 0 when a
+ * peak it needs is unknown. */
 typedef struct cli_bench_bound_of {
     double seconds;
     const char *limit; /* "compute", "memory" or "cache" */

@@ -118,9 +118,10 @@ void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera
         compute += w->i8_ops / l->i8_ops_per_s;
     /* The weights are most of what streams: where they fit decides the
      * level. A bound is what no run can beat, so weights that fit the cache
-     * at all are taken at its bandwidth (at half of it as the threshold,
-     * int8 base's 23 MB in a 32 MB L3 counted as memory, and 2 threads
-     * greedy ran at 114 % of that "limit"). */
+     * at all are taken at its bandwidth. (All the model's weights against
+     * half the cache counted int8 base, 48 MB in all but 26 MB a decoding
+     * step, as streaming from memory, and 2-thread greedy ran at 114 % of
+     * that "limit".) */
     int cached = l->cache_bytes_per_s > 0 && weight_bytes <= (double)l->cache_bytes;
     double rate = cached ? l->cache_bytes_per_s : l->memory_bytes_per_s;
     double bytes = rate > 0 ? w->bytes / rate : 0.0;

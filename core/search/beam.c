@@ -162,7 +162,7 @@ static int candidate_before(const candidate *a, const candidate *b)
  * last kept one's (equal scores go to the lower token, and tokens come in
  * order), and base + lp is monotonic in lp, so a log-probability not above
  * the last kept one's cannot enter: one float comparison passes over almost
- * all of a row (the full test cost a fifth of int8 beam search's step). */
+ * all of a row (int8 beam4 on base: 1.02x). */
 static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_t keep,
                          candidate *best)
 {

@@ -87,8 +87,9 @@
 #define ROW_PREFETCH_BYTES_F32 6144
 #define ROW_PREFETCH_BYTES_BF16 12288
 
-/* Up to this many rows take the far L2 prefetch instead of the 24-step one:
- * with few rows a step is a few cycles, and 24 of them are far too short
+/* Up to this many rows take the far L2 prefetch instead of the PREFETCH_STEPS
+ * one (24 steps when this was measured): with few rows a step is a few
+ * cycles, and 24 of them are far too short
  * for memory. 2 and 4 rows of 2048 x 512 (and 4 of 8000 x 512) gained
  * +4.3, +1.4 (+0.8) % (12 alternated pairs, Zen 5), and 4 rows went from
  * 1.016-1.085x avx2's time at 8000 x 512 in 3 full runs to 1.014x its speed
