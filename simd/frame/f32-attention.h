@@ -137,8 +137,8 @@ static void tile_scores(query_block *b, const tile *t, size_t c0, size_t dc, flo
     const int accumulate = c0 > 0;
     const float *qp = &b->qp[t->t0 / TILE_ROWS][c0 - b->packed_c0][0];
     if (t->hi - t->lo == 1) {
-        scores_1xkeys(dc, qp + (t->lo - t->t0), &b->kt[0][0], b->scores[t->lo], accumulate, scale,
-                      t->e[t->lo - t->t0]);
+        scores_1xkeys(dc, qp + (t->lo - t->t0), TILE_ROWS, &b->kt[0][0], KEY_BLOCK,
+                      b->scores[t->lo], accumulate, scale, t->e[t->lo - t->t0]);
         return;
     }
     const size_t e_max = t->e[t->hi - 1 - t->t0]; /* rows are in position order */
@@ -232,8 +232,8 @@ static void attend_query_block(query_block *b)
             first_row = j0 - a->q_pos - b->first;
         if (b->rows == 1 && a->kt) {
             const tile t = tile_of(b, 0, 0, j0);
-            scores_1xtransposed(a->q + b->first * a->ldq, a->kt + j0, a->ldkt, nb, a->d,
-                                a->scale, b->scores[0]);
+            scores_1xgiven(a->d, a->q + b->first * a->ldq, 1, a->kt + j0, a->ldkt, b->scores[0],
+                           0, a->scale, nb);
             tile_softmax_values(b, &t, j0);
             continue;
         }
