@@ -1,6 +1,5 @@
 # Helpers for the scripts that read `tessera bench` lines (scaling.sh,
-# compare-ct2.sh, bench-ab.sh), loaded with awk -f before each script's own
-# program.
+# compare-ct2.sh), loaded with awk -f before each script's own program.
 
 # The value of key `name` on the current line (key=value fields), or "".
 function field(name,   i) {
