@@ -73,7 +73,7 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
     tsr_source_batch sb;
     tsr_decoder dec;
     const float *hidden;
-    rc = tsr_source_batch_encode(ex, src, n, &sb, err, err_len);
+    rc = tsr_source_batch_encode(ex, src, n, 0, &sb, err, err_len);
     if (rc != 0)
         goto done;
     rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);
@@ -105,7 +105,7 @@ static size_t score_plan(const tsr_exec *ex, const tsr_batch_shape *b)
     /* One decoder call feeds every row: one slot per pair, each cache as
      * long as its BOS + target. */
     size_t decoder = tsr_decoder_plan(ex, b->n, b->n, b->tgt_rows, b->longest_tgt, 0, 0);
-    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, decoder));
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 0, decoder));
 }
 
 void tessera_scores_free(float **scores, size_t n)

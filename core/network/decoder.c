@@ -19,16 +19,18 @@
 #include "core/runtime/work.h"
 
 int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
-                           tsr_cross_memory *cm, char *err, size_t err_len)
+                           int steps, tsr_cross_memory *cm, char *err, size_t err_len)
 {
     const tessera_model *m = ex->m;
     size_t L = (size_t)m->cfg.n_decoder_layers, d = m->d;
+    const size_t width = steps ? 3 : 2;
     cm->src = src;
+    cm->width = width;
     cm->kv = tsr_calloc(L, sizeof *cm->kv);
     if (!cm->kv)
         return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
     for (size_t l = 0; l < L; l++) {
-        cm->kv[l] = tsr_alloc_floats(src->rows * 3 * d);
+        cm->kv[l] = tsr_alloc_floats(src->rows * width * d);
         if (!cm->kv[l]) {
             tsr_cross_memory_free(m, cm);
             return tsr_fail_oom(err, err_len, "out of memory for the cross-attention memory");
@@ -51,11 +53,11 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
         for (long p = 0; p < (long)n_parts; p++) {
             size_t s = (size_t)p / (2 * H), c = ((size_t)p % (2 * H)) * dh, n = src->len[s];
             const float *from = rows + src->row0[s] * 2 * d + c;
-            float *to = cm->kv[l] + src->row0[s] * 3 * d + n * c;
+            float *to = cm->kv[l] + src->row0[s] * width * d + n * c;
             for (size_t j = 0; j < n; j++)
                 memcpy(to + j * dh, from + j * 2 * d, dh * sizeof(float));
-            if (c < d) {
-                float *kt = cm->kv[l] + src->row0[s] * 3 * d + 2 * n * d + n * c;
+            if (width == 3 && c < d) {
+                float *kt = cm->kv[l] + src->row0[s] * width * d + 2 * n * d + n * c;
                 for (size_t j = 0; j < n; j++)
                     for (size_t t = 0; t < dh; t++)
                         kt[t * n + j] = from[j * 2 * d + t];
@@ -67,10 +69,10 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
     return 0;
 }
 
-size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows)
+size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows, int steps)
 {
     size_t L = (size_t)m->cfg.n_decoder_layers;
-    size_t layer = tsr_plan_floats(tsr_plan_mul(src_rows, 3 * m->d));
+    size_t layer = tsr_plan_floats(tsr_plan_mul(src_rows, (steps ? 3 : 2) * m->d));
     return tsr_plan_add(tsr_plan_block(L * sizeof(float *)), tsr_plan_mul(L, layer));
 }
 
@@ -233,7 +235,8 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, s = seqs[i].sentence;
         size_t n_k = dec->cross->src->len[s];
-        const float *k = dec->cross->kv[layer] + dec->cross->src->row0[s] * 3 * d;
+        const float *k =
+            dec->cross->kv[layer] + dec->cross->src->row0[s] * dec->cross->width * d;
         for (size_t row = dec->row0[i]; row < dec->row0[i] + seqs[i].n_new; row++)
             dec->alignment[row] = tsr_alignment_of_row(dec->ex->ks, q + row * d, k, m->d_head,
                                                        n_k * m->d_head, n_k, heads,
@@ -257,10 +260,11 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
         size_t n_k = src->len[s], dh = m->d_head;
-        const float *kv = dec->cross->kv[layer] + src->row0[s] * 3 * d;
+        const size_t width = dec->cross->width;
+        const float *kv = dec->cross->kv[layer] + src->row0[s] * width * d;
         dec->jobs[i] = (tsr_attention_job){
             .q = q + row * d, .ldq = d, .k = kv, .ldk = dh, .k_head = n_k * dh,
-            .kt = kv + 2 * n_k * d, .ldkt = n_k, .kt_head = n_k * dh,
+            .kt = width == 3 ? kv + 2 * n_k * d : NULL, .ldkt = n_k, .kt_head = n_k * dh,
             .v = kv + n_k * d, .ldv = dh, .v_head = n_k * dh, .out = dec->attn.p + row * d,
             .ldo = d, .n_q = seqs[i].n_new, .n_k = n_k,
             .causal = 0, .q_pos = 0,

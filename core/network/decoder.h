@@ -13,23 +13,27 @@
 #include "core/network/ops.h"
 
 /* Cross-attention keys and values of every decoder layer, computed once per
- * sentence from the encoder output. kv[layer] holds 3d floats per source
- * row; sentence s's n rows at kv[layer] + src->row0[s] * 3d, head by head:
- * K of head h is [n][d_head] at h * n * d_head, V of head h at
- * n * d + h * n * d_head, and K again, transposed ([d_head][n]), at
- * 2 n d + h * n * d_head. A decoding step reads a head's keys and values as
- * one contiguous run each, not as d_head floats of every 2d-float row (a
- * stride that maps a head's keys to a few cache sets and pages), and its
- * scores from the transposed keys with plain vector loads (the attention
- * kernels' kt); K itself serves the kernels that read K, teacher-forced
- * scoring and the alignments. */
+ * sentence from the encoder output. kv[layer] holds `width` x d floats per
+ * source row; sentence s's n rows at kv[layer] + src->row0[s] * width * d,
+ * head by head: K of head h is [n][d_head] at h * n * d_head, V of head h
+ * at n * d + h * n * d_head, and, when width is 3, K again, transposed
+ * ([d_head][n]), at 2 n d + h * n * d_head. A decoding step reads a head's
+ * keys and values as one contiguous run each, not as d_head floats of every
+ * 2d-float row (a stride that maps a head's keys to a few cache sets and
+ * pages), and its scores from the transposed keys with plain vector loads
+ * (the attention kernels' kt); K itself serves the kernels that read K,
+ * teacher-forced scoring and the alignments. Scoring, which takes no
+ * one-row steps, builds width 2. */
 typedef struct tsr_cross_memory {
     float **kv;
     const tsr_packing *src;
+    size_t width; /* 3: K transposed as well, for decoding steps; 2: K and V only */
 } tsr_cross_memory;
 
+/* steps: the decoder will take one-row decoding steps (translation), so K
+ * is kept transposed too; 0 for teacher-forced scoring alone. */
 int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_packing *src,
-                           tsr_cross_memory *cm, char *err, size_t err_len);
+                           int steps, tsr_cross_memory *cm, char *err, size_t err_len);
 void tsr_cross_memory_free(const tessera_model *m, tsr_cross_memory *cm);
 
 /* The new tokens of one hypothesis in a decoder call. */
@@ -76,7 +80,7 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
  * layout); a decoder over `slots` hypotheses whose caches reach `positions`
  * positions, fed `rows` rows by `seqs` sequences per call at the most; with
  * alignments, over sources of up to longest_src tokens. */
-size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows);
+size_t tsr_cross_memory_plan(const tessera_model *m, size_t src_rows, int steps);
 size_t tsr_cross_memory_build_plan(const tessera_model *m, size_t src_rows);
 size_t tsr_decoder_plan(const tsr_exec *ex, size_t slots, size_t seqs, size_t rows,
                         size_t positions, size_t longest_src, int alignments);

@@ -522,7 +522,7 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
         state = tsr_plan_add(state, tsr_plan_block(N));
     size_t decoder = tsr_decoder_plan(ex, rows, rows, rows, limit + 1, b->longest_src,
                                       o->return_alignments);
-    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, decoder));
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, decoder));
 }
 
 int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
@@ -537,7 +537,7 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
     tsr_source_batch sb;
     int rc = init(&b, err, err_len);
     if (rc == 0)
-        rc = tsr_source_batch_encode(ex, in->src, in->n, &sb, err, err_len);
+        rc = tsr_source_batch_encode(ex, in->src, in->n, 1, &sb, err, err_len);
     if (rc == 0) {
         rc = tsr_decoder_init(&b.dec, ex, &sb.cross, in->n * b.N, err, err_len);
         if (rc == 0 && o->return_alignments)

@@ -173,7 +173,7 @@ size_t tsr_greedy_plan(const tsr_exec *ex, const tessera_translate_options *o,
      * generator's logits. */
     size_t decoder = tsr_decoder_plan(ex, n, n, n, limit + 1, b->longest_src, o->return_alignments);
     size_t logits = tsr_plan_buffer(tsr_plan_mul(n, V));
-    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, tsr_plan_add(decoder, logits)));
+    return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, tsr_plan_add(decoder, logits)));
 }
 
 int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_translate_options *o,
@@ -214,7 +214,7 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
-    rc = tsr_source_batch_encode(ex, in->src, n, &sb, err, err_len);
+    rc = tsr_source_batch_encode(ex, in->src, n, 1, &sb, err, err_len);
     if (rc != 0)
         goto free_state;
     rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);

@@ -9,7 +9,7 @@
 #include "base/memory.h"
 #include "core/network/encoder.h"
 
-int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n,
+int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n, int steps,
                             tsr_source_batch *b, char *err, size_t err_len)
 {
     const tessera_model *m = ex->m;
@@ -29,7 +29,7 @@ int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_
         goto oom;
     int rc = tsr_encode(ex, src, &b->packing, b->memory, err, err_len);
     if (rc == 0)
-        rc = tsr_cross_memory_build(ex, b->memory, &b->packing, &b->cross, err, err_len);
+        rc = tsr_cross_memory_build(ex, b->memory, &b->packing, steps, &b->cross, err, err_len);
     if (rc != 0)
         tsr_source_batch_free(m, b);
     return rc;
@@ -38,7 +38,7 @@ oom:
     return tsr_fail_oom(err, err_len, "out of memory encoding %zu sentences", n);
 }
 
-size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_t then)
+size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, int steps, size_t then)
 {
     size_t packing = tsr_plan_mul(2, tsr_plan_block(tsr_plan_mul(b->n, sizeof(size_t))));
     size_t memory = tsr_plan_floats(tsr_plan_mul(b->src_rows, ex->m->d));
@@ -46,7 +46,7 @@ size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_
     size_t work = tsr_encoder_work_plan(ex, b->n, b->src_rows);
     /* The cross memory's build scratch is freed before `then` is allocated. */
     size_t build = tsr_cross_memory_build_plan(ex->m, b->src_rows);
-    size_t after = tsr_plan_add(tsr_cross_memory_plan(ex->m, b->src_rows),
+    size_t after = tsr_plan_add(tsr_cross_memory_plan(ex->m, b->src_rows, steps),
                                 build > then ? build : then);
     return tsr_plan_add(tsr_plan_add(packing, memory), work > after ? work : after);
 }

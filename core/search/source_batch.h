@@ -18,8 +18,9 @@ typedef struct tsr_source_batch {
     tsr_cross_memory cross;
 } tsr_source_batch;
 
-/* Encodes src[0..n) (already validated) and builds the cross memory. */
-int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n,
+/* Encodes src[0..n) (already validated) and builds the cross memory, for
+ * decoding steps or not (tsr_cross_memory_build). */
+int tsr_source_batch_encode(const tsr_exec *ex, const tessera_tokens *src, size_t n, int steps,
                             tsr_source_batch *b, char *err, size_t err_len);
 void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b);
 
@@ -28,6 +29,6 @@ void tsr_source_batch_free(const tessera_model *m, tsr_source_batch *b);
  * values (core/network/decoder.c); `then` is what is allocated after the
  * cross memory and held with it (the decoder), so that the encoder's work,
  * freed by then, is not counted twice. */
-size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, size_t then);
+size_t tsr_source_batch_plan(const tsr_exec *ex, const tsr_batch_shape *b, int steps, size_t then);
 
 #endif
