@@ -6,6 +6,13 @@
 #include "cli/cli.h"
 #include "cli/model_path.h"
 
+/* tests/tessera-test, the command that the per-set tests start hundreds of
+ * times, is built without the server (TSR_CLI_WITHOUT_SERVE, Makefile.am):
+ * libmicrohttpd and the TLS libraries it brings took half of each start. */
+#if defined(HAVE_MICROHTTPD) && !defined(TSR_CLI_WITHOUT_SERVE)
+#define CLI_SERVE 1
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -36,8 +43,10 @@ static void usage(FILE *f)
             "them and which this build and CPU can run; by default tessera takes the\n"
             "best of those); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
             "(colon-separated directories) is searched for models before the installed ones.\n",
-#ifdef HAVE_MICROHTTPD
+#if defined(CLI_SERVE)
             "",
+#elif defined(TSR_CLI_WITHOUT_SERVE)
+            " (not in the tests' tessera-test)",
 #else
             " (not in this build: no libmicrohttpd)",
 #endif
@@ -63,8 +72,11 @@ static int run(int argc, char **argv)
     if (strcmp(cmd, "detokenize") == 0)
         return cli_detokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0)
-#ifdef HAVE_MICROHTTPD
+#if defined(CLI_SERVE)
         return cli_serve(argc - 1, argv + 1);
+#elif defined(TSR_CLI_WITHOUT_SERVE)
+        return cli_error("serve: tests/tessera-test is built without the server "
+                         "(the tests serve with tests/command/tessera)");
 #else
         return cli_error("serve: this tessera was built without libmicrohttpd "
                          "(install libmicrohttpd-dev and configure again)");

@@ -90,6 +90,21 @@ AC_DEFUN([TESSERA_CHECK_AVX512_EMULATED], [
         [AC_DEFINE([HAVE_KERNELS_AVX512_EMULATED], [1],
                    [the test-only avx512-emulated kernel set is built])])
   AM_CONDITIONAL([BUILD_AVX512_EMULATED], [test "x$tessera_avx512_emulated" = "xyes"])
+  # GCC passes that made the set's compile the longest of make check, left
+  # out where the compiler has them (Makefile.am says why; clang has none).
+  CFLAGS_AVX512_EMULATED=
+  AS_IF([test "x$tessera_avx512_emulated" = "xyes"], [
+    for tessera_flag in -fno-var-tracking -fno-tree-pre -fno-gcse; do
+      AC_MSG_CHECKING([whether $CC accepts $tessera_flag])
+      tessera_save_CFLAGS=$CFLAGS
+      CFLAGS="$CFLAGS -Werror $tessera_flag"
+      AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])],
+        [AC_MSG_RESULT([yes]); CFLAGS_AVX512_EMULATED="$CFLAGS_AVX512_EMULATED $tessera_flag"],
+        [AC_MSG_RESULT([no])])
+      CFLAGS=$tessera_save_CFLAGS
+    done
+  ])
+  AC_SUBST([CFLAGS_AVX512_EMULATED])
 ])
 
 # _TESSERA_CHECK_EXTENSION(NAME, PARENT, FLAGS, INCLUDES, BODY, CONDITIONAL, DEFINE)

@@ -36,7 +36,7 @@ const char *test_builddir(void) { return env_or_dot("TESSERA_TEST_BUILDDIR"); }
 const char *test_tessera_path(void)
 {
     static char path[4096];
-    snprintf(path, sizeof path, "%s/tessera", test_builddir());
+    snprintf(path, sizeof path, "%s/tests/command/tessera", test_builddir());
     return path;
 }
 
@@ -47,7 +47,7 @@ const char *test_tessera_all_sets_path(void)
     return path;
 }
 
-static int selected(const char *name)
+int test_kernel_set_selected(const char *name)
 {
     const char *list = getenv("TESSERA_TEST_SETS");
     if (!list || !*list)
@@ -63,10 +63,22 @@ static int selected(const char *name)
     return 0;
 }
 
+size_t test_selected_kernel_sets(const char *names[TEST_MAX_KERNEL_SETS])
+{
+    cr_assert(tsr_kernel_set_count <= TEST_MAX_KERNEL_SETS,
+              "%zu kernel sets, room for %d: raise TEST_MAX_KERNEL_SETS", tsr_kernel_set_count,
+              TEST_MAX_KERNEL_SETS);
+    size_t n = 0;
+    for (size_t s = 0; s < tsr_kernel_set_count; s++)
+        if (test_kernel_set_selected(tsr_kernel_sets[s].name))
+            names[n++] = tsr_kernel_sets[s].name;
+    return n;
+}
+
 const struct tsr_kernels *test_kernel_set_or_skip(const char *name)
 {
     char why[200];
-    if (!selected(name))
+    if (!test_kernel_set_selected(name))
         cr_skip_test("kernel set %s: not selected by TESSERA_TEST_SETS", name);
     const tsr_kernels *ks = tsr_kernels_lookup(name, why, sizeof why);
     if (!ks)

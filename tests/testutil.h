@@ -47,7 +47,8 @@ test_run test_run_command_bytes(char *const argv[], const char *input, size_t in
                                 char *const env[]);
 void test_run_free(test_run *r);
 
-/* Path of the built tessera command. */
+/* Path of tests/command/tessera: the command as installed (linked with
+ * libtessera), built so that it runs without libtool's wrapper script. */
 const char *test_tessera_path(void);
 /* Path of tests/tessera-test: the same command linked with the tests' library,
  * which also offers the emulated kernel sets (TESSERA_ISA=avx512-emulated). */
@@ -67,6 +68,17 @@ size_t test_translate_memory(const char *model_dir, size_t n, size_t tokens,
  * (comma-separated names; unset: every set) does not select it. */
 struct tsr_kernels;
 const struct tsr_kernels *test_kernel_set_or_skip(const char *name);
+/* Whether $TESSERA_TEST_SETS selects kernel set `name` (unset: every set).
+ * The per-set programs make cases only for the selected sets: Criterion
+ * starts a process for every case, and one that would only say it is not
+ * selected costs as much to start as one that runs (tests/run-set.sh runs
+ * each program once per set, so most cases would be such). */
+int test_kernel_set_selected(const char *name);
+/* The rows of simd/sets.c that $TESSERA_TEST_SETS selects, in table order,
+ * as pointers to their names (at most TEST_MAX_KERNEL_SETS); returns how
+ * many. Unusable ones are kept: their cases skip, naming why. */
+#define TEST_MAX_KERNEL_SETS 16
+size_t test_selected_kernel_sets(const char *names[TEST_MAX_KERNEL_SETS]);
 
 /* Deterministic pseudo-random floats in [lo, hi). */
 void test_fill_uniform(float *x, size_t n, unsigned seed, float lo, float hi);

@@ -9,7 +9,8 @@ import tessera
 SRCDIR = os.environ.get("TESSERA_TEST_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILDDIR = os.environ.get("TESSERA_TEST_BUILDDIR", SRCDIR)
 MODEL = os.path.join(SRCDIR, "models", "numbers-en-de")
-TESSERA = os.path.join(BUILDDIR, "tessera")
+# The command as installed, without libtool's wrapper script (Makefile.am).
+TESSERA = os.path.join(BUILDDIR, "tests", "command", "tessera")
 
 # Sentences from the model's held-out set: enough to cover lengths 1..9
 # tokens, few enough for the suite to stay fast.
