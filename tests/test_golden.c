@@ -2,7 +2,12 @@
  * nn.Transformer (tests/golden, see its README), under every kernel set this
  * build and CPU can run (the others are skipped by name). Scores must agree
  * with PyTorch's float64 reference; greedy and beam-search ids must be
- * identical; --batch must not change a single byte of the output. */
+ * identical; --batch must not change a single byte of the output.
+ *
+ * A case is one model under one set, and runs every variant of its group
+ * (batch sizes, kinds, pools) in turn: Criterion starts a process for each
+ * case, which cost as much as the tessera runs it made when a case was one
+ * variant (175 cases a set then, 69 now). Every message names the variant. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
@@ -109,30 +114,22 @@ static const char *golden_model(size_t i)
     return i < own ? models[i] : family_names[i - own];
 }
 
-static size_t make_cases(golden_case *out)
+/* A case per selected set and golden model: (set, model) pairs, the fields
+ * a case's variants fill in as they run left empty. */
+static struct criterion_test_params model_cases(void)
 {
-    static const char *const kinds[] = {"score", "translate"};
-    static const int batches[] = {1, 8};
-    size_t n = 0;
-    for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++)
-            for (size_t k = 0; k < 2; k++)
-                for (int tokens = 0; tokens < 2; tokens++)
-                    for (size_t b = 0; b < 2; b++) {
-                        if (tokens && strcmp(golden_model(m), "postnorm-silu-bf16") != 0)
-                            continue;
-                        if (out) {
-                            golden_case *c = &out[n];
-                            memset(c, 0, sizeof *c);
-                            snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_sets[s].name);
-                            snprintf(c->model, sizeof c->model, "%s", golden_model(m));
-                            snprintf(c->kind, sizeof c->kind, "%s", kinds[k]);
-                            snprintf(c->suffix, sizeof c->suffix, "%s", tokens ? ".tokens" : "");
-                            c->batch = batches[b];
-                        }
-                        n++;
-                    }
-    return n;
+    const char *sets[TEST_MAX_KERNEL_SETS];
+    size_t n = 0, n_sets = test_selected_kernel_sets(sets);
+    for (size_t s = 0; s < n_sets; s++)
+        n += golden_model_count(sets[s]);
+    golden_case *cases = cr_malloc((n ? n : 1) * sizeof *cases);
+    for (size_t s = 0, i = 0; s < n_sets; s++)
+        for (size_t m = 0; m < golden_model_count(sets[s]); m++, i++) {
+            memset(&cases[i], 0, sizeof cases[i]);
+            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
+            snprintf(cases[i].model, sizeof cases[i].model, "%s", golden_model(m));
+        }
+    return cr_make_param_array(golden_case, cases, n, free_params);
 }
 
 /* Runs `tessera KIND -m MODEL_DIR --batch N [--tokens] EXTRA...` under the kernel
@@ -193,8 +190,8 @@ static void compare_scores(const golden_case *c, const char *got, const char *wa
             if (diff > worst)
                 worst = diff;
             cr_expect(diff <= ABS_TOL + REL_TOL * fabs(w),
-                      "%s %s line %zu: log-prob %.9g, PyTorch %.9g (diff %.3g)", c->isa, c->model,
-                      line, g, w, diff);
+                      "%s %s%s --batch %d line %zu: log-prob %.9g, PyTorch %.9g (diff %.3g)",
+                      c->isa, c->model, c->suffix, c->batch, line, g, w, diff);
             want = we;
             got = ge;
             while (*want == ' ')
@@ -207,20 +204,17 @@ static void compare_scores(const golden_case *c, const char *got, const char *wa
         line++;
     }
     cr_assert(*got == '\0', "%s %s: output has more lines than inputs", c->isa, c->model);
-    cr_log_info("%s %s score: worst |diff| %.3g", c->isa, c->model, worst);
+    cr_log_info("%s %s score%s --batch %d: worst |diff| %.3g", c->isa, c->model, c->suffix,
+                c->batch, worst);
 }
 
-ParameterizedTestParameters(golden, against_pytorch)
+/* One kind (score or translate), with or without --tokens, at one batch
+ * size: its output against PyTorch's. */
+static void against_pytorch_once(golden_case *c, const char *kind, const char *suffix, int batch)
 {
-    size_t n = make_cases(NULL);
-    golden_case *cases = cr_malloc(n * sizeof *cases);
-    make_cases(cases);
-    return cr_make_param_array(golden_case, cases, n, free_params);
-}
-
-ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
-{
-    test_kernel_set_or_skip(c->isa);
+    snprintf(c->kind, sizeof c->kind, "%s", kind);
+    snprintf(c->suffix, sizeof c->suffix, "%s", suffix);
+    c->batch = batch;
     char model_dir[1024], in_name[64], expected_name[64];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     snprintf(in_name, sizeof in_name, "%s%s.in", c->kind, c->suffix);
@@ -231,12 +225,13 @@ ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
     static const char *const greedy_flags[] = {"--max-len", "20", NULL};
     test_run r = run_tessera(c->isa, c->kind, model_dir, input, c->batch, c->suffix[0] != '\0',
                              translate ? greedy_flags : NULL);
-    cr_assert_eq(r.exit_status, 0, "%s %s %s --batch %d failed: %s", c->isa, c->model, c->kind,
-                 c->batch, r.err);
-    cr_assert_str_empty(r.err, "%s %s: unexpected stderr: %s", c->isa, c->model, r.err);
+    cr_assert_eq(r.exit_status, 0, "%s %s %s%s --batch %d failed: %s", c->isa, c->model, c->kind,
+                 c->suffix, c->batch, r.err);
+    cr_assert_str_empty(r.err, "%s %s %s%s --batch %d: unexpected stderr: %s", c->isa, c->model,
+                        c->kind, c->suffix, c->batch, r.err);
     if (translate)
-        cr_assert_str_eq(r.out, expected, "%s %s: greedy ids differ from PyTorch (--batch %d)",
-                         c->isa, c->model, c->batch);
+        cr_expect_str_eq(r.out, expected, "%s %s%s: greedy ids differ from PyTorch (--batch %d)",
+                         c->isa, c->model, c->suffix, c->batch);
     else
         compare_scores(c, r.out, expected);
     test_run_free(&r);
@@ -244,48 +239,22 @@ ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 120)
     free(expected);
 }
 
-/* Beam search and n-best output must not depend on how lines are batched. */
-typedef struct beam_case {
-    char isa[32];
-    char model[64];
-} beam_case;
-
-ParameterizedTestParameters(golden, beam_batch_invariance)
+ParameterizedTestParameters(golden, against_pytorch)
 {
-    size_t n = 0;
-    for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        n += golden_model_count(tsr_kernel_sets[s].name);
-    beam_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++, i++) {
-            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
-            snprintf(cases[i].model, sizeof cases[i].model, "%s", golden_model(m));
-        }
-    return cr_make_param_array(beam_case, cases, n, free_params);
+    return model_cases();
 }
 
-ParameterizedTest(beam_case *c, golden, beam_batch_invariance, .timeout = 120)
+/* Scores and greedy ids at batch 1 (one thread) and 8 (two threads); the
+ * model with vocab files also through --tokens. */
+ParameterizedTest(golden_case *c, golden, against_pytorch, .timeout = 240)
 {
     test_kernel_set_or_skip(c->isa);
-    char model_dir[1024];
-    snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
-    char *input = read_fixture(c->model, "translate.in");
-    char *first = NULL;
-    for (int batch = 1; batch <= 7; batch += 3) {
-        test_run r = run_tessera(c->isa, "translate", model_dir, input, batch, 0, beam_flags);
-        cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model, batch,
-                     r.err);
-        if (!first) {
-            first = strdup(r.out);
-            cr_assert(strlen(first) > 0, "%s %s: beam search printed nothing", c->isa, c->model);
-        } else {
-            cr_assert_str_eq(r.out, first, "%s %s: beam output with --batch %d differs from --batch 1",
-                             c->isa, c->model, batch);
-        }
-        test_run_free(&r);
-    }
-    free(first);
-    free(input);
+    static const char *const kinds[] = {"score", "translate"};
+    int tokens_too = strcmp(c->model, "postnorm-silu-bf16") == 0;
+    for (size_t k = 0; k < 2; k++)
+        for (int tokens = 0; tokens <= tokens_too; tokens++)
+            for (int batch = 1; batch <= 8; batch += 7)
+                against_pytorch_once(c, kinds[k], tokens ? ".tokens" : "", batch);
 }
 
 /* Compares n-best lines (IDS<TAB>SCORE pairs, TAB separated; with
@@ -358,55 +327,58 @@ static void compare_nbest(const golden_case *c, const char *got, const char *wan
         line++;
     }
     cr_assert(*got == '\0', "%s %s: output has more lines than inputs", c->isa, c->model);
-    cr_log_info("%s %s beam: worst |diff| %.3g", c->isa, c->model, worst);
+    cr_log_info("%s %s %s --batch %d: worst |diff| %.3g", c->isa, c->model, c->suffix, c->batch,
+                worst);
 }
 
-static size_t make_beam_cases(golden_case *out)
+ParameterizedTestParameters(golden, beam)
 {
-    static const int batches[] = {1, 8};
-    size_t n = 0;
-    for (size_t s = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < golden_model_count(tsr_kernel_sets[s].name); m++)
-            for (size_t b = 0; b < 2; b++, n++) {
-                if (!out)
-                    continue;
-                golden_case *c = &out[n];
-                memset(c, 0, sizeof *c);
-                snprintf(c->isa, sizeof c->isa, "%s", tsr_kernel_sets[s].name);
-                snprintf(c->model, sizeof c->model, "%s", golden_model(m));
-                snprintf(c->kind, sizeof c->kind, "translate");
-                snprintf(c->suffix, sizeof c->suffix, ".beam");
-                c->batch = batches[b];
-            }
-    return n;
+    return model_cases();
 }
 
 /* Beam search with n-best output against PyTorch's float64 search (beam_search
- * in tools/tessera_torch.py); --batch 8 decodes sentences that finish at
- * different steps together. */
-ParameterizedTestParameters(golden, beam_against_pytorch)
-{
-    size_t n = make_beam_cases(NULL);
-    golden_case *cases = cr_malloc(n * sizeof *cases);
-    make_beam_cases(cases);
-    return cr_make_param_array(golden_case, cases, n, free_params);
-}
-
-ParameterizedTest(golden_case *c, golden, beam_against_pytorch, .timeout = 120)
+ * in tools/tessera_torch.py) at --batch 1 and 8 (sentences that finish at
+ * different steps decoded together); and on translate.in, the same bytes
+ * in batches of 1, 4 and 7. */
+ParameterizedTest(golden_case *c, golden, beam, .timeout = 240)
 {
     test_kernel_set_or_skip(c->isa);
     char model_dir[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     char *input = read_fixture(c->model, "translate.beam.in");
     char *expected = read_fixture(c->model, "translate.beam.expected");
-    test_run r = run_tessera(c->isa, "translate", model_dir, input, c->batch, 0, beam_flags);
-    cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model, c->batch,
-                 r.err);
-    cr_assert_str_empty(r.err, "%s %s: unexpected stderr: %s", c->isa, c->model, r.err);
-    compare_nbest(c, r.out, expected, 0);
-    test_run_free(&r);
+    snprintf(c->kind, sizeof c->kind, "translate");
+    snprintf(c->suffix, sizeof c->suffix, ".beam");
+    for (c->batch = 1; c->batch <= 8; c->batch += 7) {
+        test_run r = run_tessera(c->isa, "translate", model_dir, input, c->batch, 0, beam_flags);
+        cr_assert_eq(r.exit_status, 0, "%s %s beam --batch %d failed: %s", c->isa, c->model,
+                     c->batch, r.err);
+        cr_assert_str_empty(r.err, "%s %s beam --batch %d: unexpected stderr: %s", c->isa,
+                            c->model, c->batch, r.err);
+        compare_nbest(c, r.out, expected, 0);
+        test_run_free(&r);
+    }
     free(input);
     free(expected);
+
+    input = read_fixture(c->model, "translate.in");
+    char *first = NULL;
+    for (int batch = 1; batch <= 7; batch += 3) {
+        test_run r = run_tessera(c->isa, "translate", model_dir, input, batch, 0, beam_flags);
+        cr_assert_eq(r.exit_status, 0, "%s %s beam (translate.in) --batch %d failed: %s", c->isa,
+                     c->model, batch, r.err);
+        if (!first) {
+            first = strdup(r.out);
+            cr_assert(strlen(first) > 0, "%s %s: beam search printed nothing", c->isa, c->model);
+        } else {
+            cr_expect_str_eq(r.out, first,
+                             "%s %s: beam output (translate.in) with --batch %d differs from "
+                             "--batch 1", c->isa, c->model, batch);
+        }
+        test_run_free(&r);
+    }
+    free(first);
+    free(input);
 }
 
 /* ---- tessera encode --------------------------------------------------------- */
@@ -486,26 +458,37 @@ typedef struct encode_case {
 
 ParameterizedTestParameters(golden, encode_against_pytorch)
 {
-    static const char *const pools[] = {"none", "mean", "first"};
+    const char *sets[TEST_MAX_KERNEL_SETS];
+    size_t n_sets = test_selected_kernel_sets(sets);
     size_t n_models = sizeof models / sizeof models[0] + 1;
-    size_t n = tsr_kernel_set_count * n_models * 3;
-    encode_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
-        for (size_t m = 0; m < n_models; m++)
-            for (size_t p = 0; p < 3; p++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
-                snprintf(cases[i].model, sizeof cases[i].model, "%s",
-                         m + 1 < n_models ? models[m] : ENCODER_ONLY);
-                snprintf(cases[i].pool, sizeof cases[i].pool, "%s", pools[p]);
-            }
+    size_t n = n_sets * n_models;
+    encode_case *cases = cr_malloc((n ? n : 1) * sizeof *cases);
+    for (size_t s = 0, i = 0; s < n_sets; s++)
+        for (size_t m = 0; m < n_models; m++, i++) {
+            memset(&cases[i], 0, sizeof cases[i]);
+            snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
+            snprintf(cases[i].model, sizeof cases[i].model, "%s",
+                     m + 1 < n_models ? models[m] : ENCODER_ONLY);
+        }
     return cr_make_param_array(encode_case, cases, n, free_params);
 }
 
-/* The encoder's vectors (tessera encode --pool none|mean|first) against
+static void encode_with_pool(const encode_case *c);
+
+/* The encoder's vectors (tessera encode --pool none, mean and first) against
  * PyTorch's float64 encoder output, at batch 1; batch 8 prints the same bytes. */
-ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 120)
+ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 240)
 {
     test_kernel_set_or_skip(c->isa);
+    static const char *const pools[] = {"none", "mean", "first"};
+    for (size_t p = 0; p < 3; p++) {
+        snprintf(c->pool, sizeof c->pool, "%s", pools[p]);
+        encode_with_pool(c);
+    }
+}
+
+static void encode_with_pool(const encode_case *c)
+{
     char model_dir[1024];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     char *input = read_fixture(c->model, strcmp(c->model, ENCODER_ONLY) == 0 ? "encode.in"
@@ -526,8 +509,8 @@ ParameterizedTest(encode_case *c, golden, encode_against_pytorch, .timeout = 120
     size_t d = (size_t)strtoul(key + strlen("\"d_model\":"), NULL, 10);
     number_lines got = parse_lines(one.out, "tessera encode"),
                  want = parse_lines(expected_text, "encode.expected");
-    cr_assert_eq(got.n, want.n, "%s %s: %zu lines, PyTorch has %zu", c->isa, c->model, got.n,
-                 want.n);
+    cr_assert_eq(got.n, want.n, "%s %s --pool %s: %zu lines, PyTorch has %zu", c->isa, c->model,
+                 c->pool, got.n, want.n);
     double worst = 0;
     for (size_t i = 0; i < want.n; i++) {
         cr_assert(want.count[i] > 0 && want.count[i] % d == 0, "encode.expected line %zu", i + 1);
@@ -584,15 +567,17 @@ static const char *const option_cases[] = {
 
 ParameterizedTestParameters(golden, options_against_pytorch)
 {
+    const char *sets[TEST_MAX_KERNEL_SETS];
+    size_t n_sets = test_selected_kernel_sets(sets);
     size_t n_models = sizeof option_models / sizeof option_models[0],
            n_cases = sizeof option_cases / sizeof option_cases[0],
-           n = tsr_kernel_set_count * n_models * n_cases;
+           n = n_sets * n_models * n_cases;
     golden_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+    for (size_t s = 0, i = 0; s < n_sets; s++)
         for (size_t m = 0; m < n_models; m++)
             for (size_t k = 0; k < n_cases; k++, i++) {
                 memset(&cases[i], 0, sizeof cases[i]);
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", option_models[m]);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "translate");
                 snprintf(cases[i].suffix, sizeof cases[i].suffix, "%s", option_cases[k]);

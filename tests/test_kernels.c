@@ -38,12 +38,17 @@ typedef struct set_param {
     size_t index; /* into tsr_kernel_sets */
 } set_param;
 
-static set_param every_set[MAX_SETS] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+/* The sets $TESSERA_TEST_SETS selects (every set when it is unset): a case
+ * for a set not selected would only start a process to skip. */
+static set_param selected_sets[MAX_SETS];
 
 static struct criterion_test_params each_set(void)
 {
-    size_t n = tsr_kernel_set_count < MAX_SETS ? tsr_kernel_set_count : MAX_SETS;
-    return cr_make_param_array(set_param, every_set, n);
+    size_t n = 0;
+    for (size_t s = 0; s < tsr_kernel_set_count && s < MAX_SETS; s++)
+        if (test_kernel_set_selected(tsr_kernel_sets[s].name))
+            selected_sets[n++].index = s;
+    return cr_make_param_array(set_param, selected_sets, n);
 }
 
 /* The table of the set, or the test ends as skipped saying why. */

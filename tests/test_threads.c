@@ -28,12 +28,14 @@ ParameterizedTestParameters(threads, output_independent_of_threads)
 {
     static const char *const kinds[] = {"score", "translate", "beam"};
     static const char *const types[] = {"f32", "bf16", "int8"};
-    size_t n = tsr_kernel_set_count * 3 * 3;
+    const char *sets[TEST_MAX_KERNEL_SETS];
+    size_t n_sets = test_selected_kernel_sets(sets);
+    size_t n = n_sets * 3 * 3;
     thread_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+    for (size_t s = 0, i = 0; s < n_sets; s++)
         for (size_t k = 0; k < 3; k++)
             for (size_t t = 0; t < 3; t++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", MODEL);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "%s", types[t]);
@@ -121,12 +123,14 @@ ParameterizedTestParameters(threads, layer_norm_forms_independent_of_threads)
 {
     static const char *const models[] = {"postnorm-relu-std-f32", "prenorm-gelu-std-unbiased-f32"};
     static const char *const kinds[] = {"translate", "beam"};
-    size_t n = tsr_kernel_set_count * 2 * 2;
+    const char *sets[TEST_MAX_KERNEL_SETS];
+    size_t n_sets = test_selected_kernel_sets(sets);
+    size_t n = n_sets * 2 * 2;
     thread_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < tsr_kernel_set_count; s++)
+    for (size_t s = 0, i = 0; s < n_sets; s++)
         for (size_t m = 0; m < 2; m++)
             for (size_t k = 0; k < 2; k++, i++) {
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", tsr_kernel_sets[s].name);
+                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
                 snprintf(cases[i].model, sizeof cases[i].model, "%s", models[m]);
                 snprintf(cases[i].kind, sizeof cases[i].kind, "%s", kinds[k]);
                 snprintf(cases[i].type, sizeof cases[i].type, "f32");
