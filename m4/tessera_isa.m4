@@ -69,10 +69,18 @@ AC_DEFUN([TESSERA_CHECK_ISA_NEON], [
 # against SIMDe (header-only, "SIMD Everywhere": _mm512_* in portable code) at
 # the avx2 set's flags, so the avx512 kernels run on any x86-64 CPU with AVX2.
 # Never installed, never chosen by dispatch (simd/avx512/intrinsics.h).
+# --disable-avx512-emulated leaves it out where make check would not run it
+# (CI's sanitizer and distcheck builds choose their sets): it is the slowest
+# library of the tree to compile.
 AC_DEFUN([TESSERA_CHECK_AVX512_EMULATED], [
   AC_REQUIRE([TESSERA_CHECK_ISA_AVX2])
+  AC_ARG_ENABLE([avx512-emulated],
+    [AS_HELP_STRING([--disable-avx512-emulated],
+                    [do not build the test-only avx512 set emulated through SIMDe (its tests SKIP)])],
+    [], [enable_avx512_emulated=check])
   tessera_avx512_emulated=no
-  AS_IF([test "x$tessera_have_avx2" = "xyes"], [
+  AS_IF([test "x$enable_avx512_emulated" = "xno"], [tessera_avx512_emulated="no (--disable-avx512-emulated)"],
+        [test "x$tessera_have_avx2" = "xyes"], [
     AC_MSG_CHECKING([whether SIMDe emulates AVX-512 (libsimde-dev)])
     tessera_save_CFLAGS=$CFLAGS
     CFLAGS="$CFLAGS $CFLAGS_AVX2"
