@@ -45,8 +45,13 @@ esac
 # TESSERA_TEST_SET_PROGRAMS, when set, names the programs to run (a part of
 # test_kernels test_golden test_threads: .ci/no-avx512 on its emulated CPU
 # runs the machine code make check ran natively, and leaves thread
-# invariance to it).
-programs=${TESSERA_TEST_SET_PROGRAMS:-test_kernels test_golden test_threads}
+# invariance to it). TESSERA_TEST_SET_PROGRAMS_<set> (the set's name with _
+# for -) and TESSERA_TEST_ACCURACY_<set> do the same for one set: .ci/neon
+# runs scalar's kernel and golden tests only.
+set_var=$(echo "$name" | tr -c 'a-z0-9\n' _)
+eval "set_programs=\${TESSERA_TEST_SET_PROGRAMS_$set_var:-}"
+eval "set_accuracy=\${TESSERA_TEST_ACCURACY_$set_var:-}"
+programs=${set_programs:-${TESSERA_TEST_SET_PROGRAMS:-test_kernels test_golden test_threads}}
 status=0
 for program in $programs; do
     case $program in
@@ -71,10 +76,10 @@ done
 # Every run is on one thread: the thread count changes no bit (test_threads
 # checks that), and make -j2 runs two tests at once on 2 cores.
 model=$srcdir/models/numbers-en-de
-accuracy=${TESSERA_TEST_ACCURACY:-quick}
+accuracy=${set_accuracy:-${TESSERA_TEST_ACCURACY:-quick}}
 case $accuracy in
 none)
-    echo "== accuracy of models/numbers-en-de, kernel set $name: not run (TESSERA_TEST_ACCURACY=none)"
+    echo "== accuracy of models/numbers-en-de, kernel set $name: not run (TESSERA_TEST_ACCURACY${set_accuracy:+_$set_var}=none)"
     exit $status ;;
 quick)
     every=${TESSERA_TEST_ACCURACY_EVERY:-4}
