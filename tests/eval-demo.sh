@@ -3,8 +3,10 @@
 # fail. A copy of the shipped model whose references have two sentences
 # changed must score two exact matches fewer, and fall below a floor of all
 # sentences with exit status 1; a missing test set is exit status 2. The
-# runs take every 4th sentence (--every 4, as run-set.sh's quick runs do),
-# which keeps both changed ones.
+# runs take every 50th sentence (--every 50: 20 of the 1000, the changed
+# ones among them): what is tested is the tool's counting and its exit
+# status, not the model (run-set.sh's accuracy runs are that). With every
+# 4th, the two runs took 105 s of .ci/neon under qemu-aarch64.
 set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
 build=${TESSERA_TEST_BUILDDIR:-.}
@@ -16,18 +18,18 @@ trap 'rm -rf "$work"' EXIT INT TERM
 for f in config.json model.safetensors vocab.src.txt vocab.tgt.txt source.spm target.spm test.src.txt; do
     ln -s "$(cd "$model" && pwd)/$f" "$work/$f" || exit 99
 done
-# Lines 1 and 5 of the references get a wrong last word.
-awk 'NR == 1 || NR == 5 { $NF = "null" } { print }' "$model/test.ref.txt" >"$work/test.ref.txt"
+# Lines 1 and 51 of the references get a wrong last word.
+awk 'NR == 1 || NR == 51 { $NF = "null" } { print }' "$model/test.ref.txt" >"$work/test.ref.txt"
 
 # eval-demo MODEL_DIR [OPTIONS...] on the slice, one thread.
 eval_demo() {
     dir=$1
     shift
-    "$srcdir/tools/eval-demo" "$dir" --tessera "$tessera" --every 4 "$@" --threads 1
+    "$srcdir/tools/eval-demo" "$dir" --tessera "$tessera" --every 50 "$@" --threads 1
 }
 right=$(eval_demo "$model") || { echo "FAIL: eval-demo on the shipped model: $right"; exit 1; }
 sentences=$(echo "$right" | sed -n 's/.*sentences=\([0-9]*\).*/\1/p')
-[ "$sentences" -eq 250 ] || { echo "FAIL: --every 4 of 1000 sentences took $sentences"; exit 1; }
+[ "$sentences" -eq 20 ] || { echo "FAIL: --every 50 of 1000 sentences took $sentences"; exit 1; }
 wrong=$(eval_demo "$work" --min-exact "$sentences")
 status=$?
 echo "shipped references: $right"
