@@ -13,13 +13,6 @@
  * tessera command) do not inherit it, and passes it on explicitly to each
  * emulated program it starts. $TESSERA_QEMU is the qemu to run;
  * $TESSERA_QEMU_CPU, when set, its -cpu model.
- *
- * It also defers libgit2's global initialisation, which Criterion runs at
- * the start of every worker although it uses libgit2 only to print the diff
- * of a failed string assertion: the initialisation loads OpenSSL and parses
- * the system's CA certificates, 6 ms a worker natively and many times that
- * under the emulator, for each of the stage's hundreds of workers. Here it
- * runs when a diff is first asked for, and not otherwise.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -89,45 +82,4 @@ int execve(const char *path, char *const argv[], char *const envp[])
         args[k++] = argv[i];
     args[k] = NULL;
     return real_execve(qemu, (char *const *)args, envp);
-}
-
-/* libgit2 as Criterion uses it (git_libgit2_init at start, git_diff_buffers
- * for a failed assertion's diff, git_libgit2_shutdown at exit): the real
- * initialisation runs before the first diff only. */
-typedef int (*git_init_fn)(void);
-static int git_initialised;
-
-static int real_git_init(void)
-{
-    git_init_fn init = (git_init_fn)dlsym(RTLD_NEXT, "git_libgit2_init");
-    return init ? init() : -1;
-}
-
-int git_libgit2_init(void)
-{
-    return 1; /* "initialised once" */
-}
-
-int git_libgit2_shutdown(void)
-{
-    git_init_fn shutdown = (git_init_fn)dlsym(RTLD_NEXT, "git_libgit2_shutdown");
-    return git_initialised && shutdown ? shutdown() : 0;
-}
-
-typedef int (*git_diff_buffers_fn)(const void *, size_t, const char *, const void *, size_t,
-                                   const char *, const void *, void *, void *, void *, void *,
-                                   void *);
-
-int git_diff_buffers(const void *old_buffer, size_t old_len, const char *old_as_path,
-                     const void *new_buffer, size_t new_len, const char *new_as_path,
-                     const void *options, void *file_cb, void *binary_cb, void *hunk_cb,
-                     void *line_cb, void *payload)
-{
-    git_diff_buffers_fn diff = (git_diff_buffers_fn)dlsym(RTLD_NEXT, "git_diff_buffers");
-    if (!diff)
-        return -1;
-    if (!git_initialised && real_git_init() >= 0)
-        git_initialised = 1;
-    return diff(old_buffer, old_len, old_as_path, new_buffer, new_len, new_as_path, options,
-                file_cb, binary_cb, hunk_cb, line_cb, payload);
 }
