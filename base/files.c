@@ -1,6 +1,8 @@
 #include "base/files.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -88,5 +90,43 @@ int tsr_read_regular(const char *path, off_t max, char **bytes, size_t *len, cha
     buf[got] = '\0';
     *bytes = buf;
     *len = got;
+    return 0;
+}
+
+/* Model files are read into fresh memory, in large chunks, never mapped:
+ * every byte is converted or copied at load anyway, and a read cannot fault the way a
+ * mapping can (a mapped file that shrinks under the load, a copy still
+ * being written or an NFS hiccup, raises SIGBUS on the next access to the
+ * lost pages and kills the process). A file that ends early is an error
+ * that says so; one that grows is read as it was when it was opened. */
+#define READ_CHUNK ((size_t)64 << 20)
+
+int tsr_pread_all(int fd, size_t opened, size_t at, void *dst, size_t len, char *err,
+                  size_t err_len)
+{
+    size_t done = 0;
+    while (done < len) {
+        size_t want = len - done < READ_CHUNK ? len - done : READ_CHUNK;
+        ssize_t got = pread(fd, (unsigned char *)dst + done, want, (off_t)(at + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return tsr_fail(err, err_len, "read error at byte %zu: %s", at + done,
+                            strerror(errno));
+        if (got == 0) {
+            /* Its size now, not where the read stopped: a file cut to N
+             * bytes is reported as N bytes long. */
+            struct stat now;
+            intmax_t size = fstat(fd, &now) == 0 ? (intmax_t)now.st_size : -1;
+            char now_text[64] = "";
+            if (size >= 0)
+                snprintf(now_text, sizeof now_text, ", %jd now", size);
+            return tsr_fail(err, err_len,
+                            "file shrank while being read: %zu bytes when opened%s, and bytes "
+                            "%zu to %zu are past its end (is it still being written?)",
+                            opened, now_text, at + done, at + len);
+        }
+        done += (size_t)got;
+    }
     return 0;
 }

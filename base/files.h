@@ -20,4 +20,11 @@ int tsr_open_regular(const char *path, off_t *size, char *err, size_t err_len);
 int tsr_read_regular(const char *path, off_t max, char **bytes, size_t *len, char *err,
                      size_t err_len);
 
+/* len bytes of the open file fd (`opened` bytes long when it was opened)
+ * from byte `at` on, into dst, in large preads (several threads may read one
+ * descriptor at once). A file that ends early is an error that says it
+ * shrank; errors name the byte, not the file (the caller prefixes it). */
+int tsr_pread_all(int fd, size_t opened, size_t at, void *dst, size_t len, char *err,
+                  size_t err_len);
+
 #endif

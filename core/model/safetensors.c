@@ -85,45 +85,7 @@ static void format_shape(const tsr_tensor_info *t, char *buf, size_t len)
         snprintf(buf + used, len - used, "]");
 }
 
-/* The whole file read once into fresh memory, in large chunks: every byte is
- * converted or copied at load anyway, and a read cannot fault the way a
- * mapping can (a mapped file that shrinks under the load, a copy still
- * being written or an NFS hiccup, raises SIGBUS on the next access to the
- * lost pages and kills the process). A file that ends early is an error
- * that says so; one that grows is read as it was when it was opened. */
-#define READ_CHUNK ((size_t)64 << 20)
-
-/* len bytes of the file (`opened` bytes long when it was opened) from byte
- * `at` on. */
-static int read_whole(int fd, size_t opened, size_t at, void *dst, size_t len, char *err,
-                      size_t err_len)
-{
-    size_t done = 0;
-    while (done < len) {
-        size_t want = len - done < READ_CHUNK ? len - done : READ_CHUNK;
-        ssize_t got = pread(fd, (unsigned char *)dst + done, want, (off_t)(at + done));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return tsr_fail(err, err_len, "read error at byte %zu: %s", at + done,
-                            strerror(errno));
-        if (got == 0) {
-            /* Its size now, not where the read stopped: a file cut to N
-             * bytes is reported as N bytes long. */
-            struct stat now;
-            intmax_t size = fstat(fd, &now) == 0 ? (intmax_t)now.st_size : -1;
-            char now_text[64] = "";
-            if (size >= 0)
-                snprintf(now_text, sizeof now_text, ", %jd now", size);
-            return tsr_fail(err, err_len,
-                            "file shrank while being read: %zu bytes when opened%s, and bytes "
-                            "%zu to %zu are past its end (is it still being written?)",
-                            opened, now_text, at + done, at + len);
-        }
-        done += (size_t)got;
-    }
-    return 0;
-}
+/* The file is read (tsr_pread_all, base/files.h), never mapped. */
 
 /* Opens path as a regular file of a size a safetensors file can have. */
 static int open_sized(const char *path, size_t *len, char *err, size_t err_len)
@@ -417,7 +379,7 @@ int tsr_safetensors_open_table(const char *path, tsr_safetensors *st, char *err,
     st->fd = fd;
     st->fd_open = 1;
     unsigned char len_bytes[HEADER_LEN_BYTES];
-    int rc = read_whole(fd, st->len, 0, len_bytes, HEADER_LEN_BYTES, err, err_len);
+    int rc = tsr_pread_all(fd, st->len, 0, len_bytes, HEADER_LEN_BYTES, err, err_len);
     uint64_t header_len = rc == 0 ? read_le64(len_bytes) : 0;
     if (rc == 0)
         rc = check_header_len(header_len, st->len, err, err_len);
@@ -426,7 +388,7 @@ int tsr_safetensors_open_table(const char *path, tsr_safetensors *st, char *err,
         rc = tsr_fail_oom(err, err_len, "out of memory reading the header (%" PRIu64 " bytes)",
                           header_len);
     if (rc == 0)
-        rc = read_whole(fd, st->len, HEADER_LEN_BYTES, header, (size_t)header_len, err, err_len);
+        rc = tsr_pread_all(fd, st->len, HEADER_LEN_BYTES, header, (size_t)header_len, err, err_len);
     if (rc == 0) {
         st->data_start = HEADER_LEN_BYTES + (size_t)header_len;
         rc = parse_json_header(st, header, header_len, err, err_len);
@@ -442,7 +404,7 @@ int tsr_safetensors_open(const char *path, tsr_safetensors *st, char *err, size_
 {
     TSR_TRY(tsr_safetensors_open_table(path, st, err, err_len));
     unsigned char *bytes = tsr_alloc_pages(st->len);
-    int rc = bytes ? read_whole(st->fd, st->len, 0, bytes, st->len, err, err_len)
+    int rc = bytes ? tsr_pread_all(st->fd, st->len, 0, bytes, st->len, err, err_len)
                    : tsr_fail_oom(err, err_len, "out of memory reading it (%zu bytes)", st->len);
     if (rc != 0) {
         tsr_free_pages(bytes, st->len);
@@ -464,7 +426,7 @@ int tsr_safetensors_read(const tsr_safetensors *st, const tsr_tensor_info *t, si
         memcpy(dst, (const unsigned char *)t->data + first, bytes);
         return 0;
     }
-    int rc = read_whole(st->fd, st->len, st->data_start + t->offset + first, dst, bytes, err,
+    int rc = tsr_pread_all(st->fd, st->len, st->data_start + t->offset + first, dst, bytes, err,
                         err_len);
     if (rc == 0)
         return 0;
