@@ -122,7 +122,8 @@ int cli_parse_side(const cli_model *cm, tessera_side side, const char *text, siz
         return parse_text(cm, side, text, len, out, err, err_len);
     int source = side == TESSERA_SOURCE;
     return cli_parse_sentence(text, len, source ? cm->src_vocab : cm->tgt_vocab,
-                              source ? cfg->src_vocab_size : cfg->tgt_vocab_size, cfg->unk_id,
+                              source ? cfg->src_vocab_size : cfg->tgt_vocab_size,
+                              tessera_config_unk_id(cfg, side),
                               source ? "source" : "target", out, err, err_len);
 }
 

@@ -131,6 +131,12 @@ typedef struct tessera_config {
     /* The model's SentencePiece files (config key tokenizer; docs/model-format.md
      * section 3), names in the model directory; "" when it has none. */
     char source_tokenizer[64], target_tokenizer[64];
+    /* The source vocabulary's unknown id when it is not unk_id (config key
+     * source_unk_id; CTranslate2 appends <unk> to each vocabulary that lacks
+     * it): used when has_source_unk_id is nonzero (0, the default and what
+     * a zeroed config holds: unk_id for both sides). Read it through
+     * tessera_config_unk_id. */
+    int has_source_unk_id, source_unk_id;
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes
@@ -607,6 +613,10 @@ typedef enum tessera_side {
     TESSERA_SOURCE = 0,
     TESSERA_TARGET = 1
 } tessera_side;
+
+/* The id an unknown piece of that side maps to: unk_id, or for the source
+ * source_unk_id when has_source_unk_id. */
+int tessera_config_unk_id(const tessera_config *config, tessera_side side);
 
 /* A vocabulary: one piece per line, line number = id. */
 typedef struct tessera_vocabulary tessera_vocabulary;

@@ -58,7 +58,7 @@ static int read_tokens(const tsr_py_engine *e, tessera_side side, PyObject *sent
                 return -1;
             }
             int32_t id = tessera_vocabulary_find(vocab, piece, (size_t)n);
-            ids[t] = id >= 0 ? id : e->cfg->unk_id;
+            ids[t] = id >= 0 ? id : tessera_config_unk_id(e->cfg, side);
             continue;
         }
         if (PyUnicode_Check(tok) || !PyIndex_Check(tok)) {

@@ -478,6 +478,11 @@ static char *with_family_keys(char *text, const tessera_config *c)
         snprintf(n, sizeof n, "%d", c->min_target_length);
         text = append_key(text, "min_target_length", n);
     }
+    if (c->has_source_unk_id) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c->source_unk_id);
+        text = append_key(text, "source_unk_id", n);
+    }
     if (c->n_banned_target_ids > 0) {
         char *ids = id_list(c->banned_target_ids, c->n_banned_target_ids);
         text = append_key(text, "banned_target_ids", ids);

@@ -804,6 +804,8 @@ Test(config, family_keys_are_checked)
     parse_fails(config_with("position_offset", "-1", NULL), "key 'position_offset'", NULL);
     parse_fails(config_with("min_target_length", "1024", NULL),
                 "key 'min_target_length': 1024 is out of range [0, 1024)", NULL);
+    parse_fails(config_with("source_unk_id", "1000", NULL),
+                "key 'source_unk_id': 1000 is out of range [0, 1000) (src_vocab_size)", NULL);
     parse_fails(config_with("n_decoder_layers", "0", "tgt_vocab_size", NULL,
                             "tie_output_projection", "true", NULL),
                 "key 'tie_output_projection': an encoder alone has no target side", NULL);
@@ -817,6 +819,8 @@ Test(config, writer_text_round_trips)
     want.norm_first = 1;
     want.layer_norm_eps = 1e-6f;
     want.layer_norm_form = TESSERA_LAYER_NORM_STD_UNBIASED;
+    want.has_source_unk_id = 1;
+    want.source_unk_id = 10;
     char *json = mw_config_json(&want);
     parse_ok(json, &got);
     free(json);

@@ -48,6 +48,7 @@ static const int_key int_keys[] = {
     {"position_offset", offsetof(tessera_config, position_offset), 0},
     {"alignment_heads", offsetof(tessera_config, alignment_heads), 0},
     {"min_target_length", offsetof(tessera_config, min_target_length), 0},
+    {"source_unk_id", offsetof(tessera_config, source_unk_id), 0},
 };
 
 typedef struct bool_key {
@@ -116,6 +117,11 @@ void tsr_config_defaults(tessera_config *cfg)
     cfg->eos_id = 3;
     cfg->pad_id = 1;
     cfg->unk_id = 0;
+}
+
+int tessera_config_unk_id(const tessera_config *cfg, tessera_side side)
+{
+    return side == TESSERA_SOURCE && cfg->has_source_unk_id ? cfg->source_unk_id : cfg->unk_id;
 }
 
 static int *int_field(tessera_config *cfg, size_t offset)
@@ -389,6 +395,7 @@ int tsr_config_parse(const char *json, size_t len, tessera_config *cfg, char *er
     } else {
         cfg->activation = (tessera_activation)named[0];
         cfg->layer_norm_form = (tessera_layer_norm_form)named[1];
+        cfg->has_source_unk_id = json_object_get(root, "source_unk_id") != NULL;
         rc = tsr_config_validate(cfg, err, err_len);
     }
     json_decref(root);
@@ -596,6 +603,9 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
                            err_len)) {
         return -1;
     }
+    if (c.has_source_unk_id && check_range("source_unk_id", c.source_unk_id, 0,
+                                             c.src_vocab_size, " (src_vocab_size)", err, err_len))
+        return -1;
     if (check_matrix("src_vocab_size", c.src_vocab_size, c.d_model, err, err_len) ||
         (has_decoder && check_matrix("tgt_vocab_size", c.tgt_vocab_size, c.d_model, err, err_len)) ||
         check_matrix("d_ff", c.d_ff, c.d_model, err, err_len) ||
