@@ -27,6 +27,18 @@ static int load_spm(const char *dir, const char *file, tsr_spm **spm, char *err,
     return rc;
 }
 
+/* The ids a side maps unknown pieces to and leaves out of text. */
+static void set_ids(tsr_text_side *side, const tessera_config *c, tessera_side s)
+{
+    /* tessera_config_unk_id's rule (core/ is above text/). */
+    side->unk_id = s == TESSERA_SOURCE && c->has_source_unk_id ? c->source_unk_id : c->unk_id;
+    /* A decoder that starts from zeros (Marian) has no bos: its bos_id is a
+     * placeholder (often <unk>'s), not a token to drop. */
+    side->dropped[0] = c->decoder_start == TESSERA_START_BOS ? c->bos_id : c->eos_id;
+    side->dropped[1] = c->eos_id;
+    side->dropped[2] = c->pad_id;
+}
+
 static int load_side(const char *dir, const tessera_config *c, tessera_side s,
                      tsr_model_text *t, char *err, size_t err_len)
 {
@@ -41,12 +53,7 @@ static int load_side(const char *dir, const tessera_config *c, tessera_side s,
                                                                  : c->tgt_vocab_size),
                                     &side->vocab, err, err_len));
     side->file = file;
-    side->unk_id = c->unk_id;
-    /* A decoder that starts from zeros (Marian) has no bos: its bos_id is a
-     * placeholder (often <unk>'s), not a token to drop. */
-    side->dropped[0] = c->decoder_start == TESSERA_START_BOS ? c->bos_id : c->eos_id;
-    side->dropped[1] = c->eos_id;
-    side->dropped[2] = c->pad_id;
+    set_ids(side, c, s);
     if (!tsr_spm_available())
         return 0; /* the vocabulary still serves ids and pieces */
     if (s == TESSERA_TARGET && t->owned[TESSERA_SOURCE] &&
@@ -79,14 +86,33 @@ int tsr_model_text_load(const char *dir, const tessera_config *c, tsr_model_text
     return 0;
 }
 
+int tsr_model_text_adopt(tessera_vocabulary *vocab[2], const tessera_config *c,
+                         tsr_model_text **out, char *err, size_t err_len)
+{
+    *out = tsr_calloc(1, sizeof **out);
+    if (!*out) {
+        if (vocab[1] != vocab[0])
+            tessera_vocabulary_free(vocab[1]);
+        tessera_vocabulary_free(vocab[0]);
+        return tsr_fail_oom(err, err_len, "out of memory holding the vocabularies");
+    }
+    for (int s = 0; s < 2; s++) {
+        (*out)->side[s].vocab = vocab[s];
+        (*out)->side[s].file = "the vocabulary";
+        set_ids(&(*out)->side[s], c, (tessera_side)s);
+    }
+    return 0;
+}
+
 void tsr_model_text_free(tsr_model_text *t)
 {
     if (!t)
         return;
-    for (int s = 0; s < 2; s++) {
-        tessera_vocabulary_free(t->side[s].vocab);
+    if (t->side[1].vocab != t->side[0].vocab)
+        tessera_vocabulary_free(t->side[1].vocab);
+    tessera_vocabulary_free(t->side[0].vocab);
+    for (int s = 0; s < 2; s++)
         tsr_spm_free(t->owned[s]);
-    }
     tsr_free(t);
 }
 

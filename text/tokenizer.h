@@ -30,6 +30,12 @@ typedef struct tsr_model_text {
  * name the file. */
 int tsr_model_text_load(const char *dir, const tessera_config *config, tsr_model_text **text,
                         char *err, size_t err_len);
+/* A model's text from vocabularies alone (a CTranslate2 directory's): taken
+ * over, the same one for both sides when shared (vocab[1] may be NULL for an
+ * encoder alone); no tokenizer, so pieces and ids only. On failure the
+ * vocabularies are freed. */
+int tsr_model_text_adopt(tessera_vocabulary *vocab[2], const tessera_config *config,
+                         tsr_model_text **text, char *err, size_t err_len);
 void tsr_model_text_free(tsr_model_text *text);
 
 /* Tokenizes valid UTF-8 text (checked here: the error names the byte

@@ -75,20 +75,9 @@ int tessera_vocabulary_load(const char *path, size_t size, tessera_vocabulary **
         return tsr_fail(err, err_len, "%s: %zu lines, but the model's vocabulary has %zu", path,
                         lines, size);
     }
-    tessera_vocabulary *v = tsr_calloc(1, sizeof *v);
-    if (v) {
-        v->bytes = bytes;
-        v->size = size;
-        for (v->n_slots = 16; v->n_slots < 2 * size; v->n_slots *= 2)
-            ;
-        v->pieces = tsr_calloc(size, sizeof *v->pieces);
-        v->slots = tsr_calloc(v->n_slots, sizeof *v->slots);
-    }
-    if (!v || !v->pieces || !v->slots) {
-        if (v)
-            tessera_vocabulary_free(v);
-        else
-            tsr_free(bytes);
+    char **pieces = tsr_calloc(size, sizeof *pieces);
+    if (!pieces) {
+        tsr_free(bytes);
         return tsr_fail_oom(err, err_len, "%s: out of memory", path);
     }
     char *p = bytes;
@@ -100,8 +89,33 @@ int tessera_vocabulary_load(const char *path, size_t size, tessera_vocabulary **
         if (end > p && end[-1] == '\r')
             end--;
         *end = '\0';
-        v->pieces[id] = p;
+        pieces[id] = p;
         p = next;
+    }
+    int rc = tsr_vocabulary_adopt(bytes, pieces, size, out);
+    return rc != 0 ? tsr_fail_oom(err, err_len, "%s: out of memory", path) : 0;
+}
+
+int tsr_vocabulary_adopt(char *bytes, char **pieces, size_t size, tessera_vocabulary **out)
+{
+    *out = NULL;
+    tessera_vocabulary *v = tsr_calloc(1, sizeof *v);
+    if (v) {
+        v->bytes = bytes;
+        v->pieces = pieces;
+        v->size = size;
+        for (v->n_slots = 16; v->n_slots < 2 * size; v->n_slots *= 2)
+            ;
+        v->slots = tsr_calloc(v->n_slots, sizeof *v->slots);
+    }
+    if (!v || !v->slots) {
+        if (v)
+            tessera_vocabulary_free(v);
+        else {
+            tsr_free(bytes);
+            tsr_free(pieces);
+        }
+        return TESSERA_ERR_NOMEM;
     }
     index_pieces(v);
     *out = v;

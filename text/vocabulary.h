@@ -10,4 +10,10 @@
 int32_t tsr_vocabulary_find(const tessera_vocabulary *v, const char *piece, size_t len);
 const char *tsr_vocabulary_piece(const tessera_vocabulary *v, int32_t id);
 
+/* A vocabulary of `size` pieces (NUL-terminated strings, each pointing into
+ * `bytes`), both blocks from tsr_malloc and taken over: freed with the
+ * vocabulary, or here when it fails (TESSERA_ERR_NOMEM). A piece that
+ * repeats keeps its first id. */
+int tsr_vocabulary_adopt(char *bytes, char **pieces, size_t size, tessera_vocabulary **out);
+
 #endif
