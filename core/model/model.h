@@ -136,6 +136,11 @@ static inline size_t tsr_fetch_scratch_bytes(size_t values, size_t rows)
     return 2 * values + 4 * rows + 128;
 }
 
+/* A NaN or an infinity in weights read from a file is an error naming the
+ * tensor and the first bad value (0 when all n are finite). */
+int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,
+                             size_t err_len);
+
 /* Builds a model from a validated config and a weight source, packing with
  * `kernels` for compute type `type` (an explicit type, not
  * TESSERA_COMPUTE_DEFAULT), into *out, every tensor fetched (and packed) on

@@ -1,4 +1,5 @@
-/* tessera_model_load: config.json + model.safetensors from a directory. */
+/* tessera_model_load: config.json + model.safetensors from a directory (a
+ * CTranslate2 directory, with its model.bin, goes to core/model/ctranslate2/). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,6 +8,8 @@
 #include "base/errors.h"
 #include "core/model/compute_type.h"
 #include "core/model/config.h"
+#include "core/model/ctranslate2/load.h"
+#include "core/model/ctranslate2/spec.h"
 #include "core/model/model.h"
 #include "core/model/safetensors.h"
 #include "simd/dispatch.h"
@@ -126,7 +129,8 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
 /* A NaN or an infinity in the weights makes every translation garbage without
  * a word: it is an error at load, naming the tensor and the first bad value
  * (counted in the tensor's row-major order). */
-static int check_finite(const char *name, const float *x, size_t n, char *err, size_t err_len)
+int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,
+                             size_t err_len)
 {
     /* A block at a time, branch-free so that it vectorizes: adding one to
      * the exponent field carries into the sign bit exactly when the field is
@@ -205,7 +209,7 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
         return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16%s", name,
                         t->dtype_name, is_linear_weight(name, ndim) ? " (or I8 with a scale)" : "");
     }
-    return dst ? check_finite(name, dst, count, err, err_len) : 0;
+    return dst ? tsr_weights_check_finite(name, dst, count, err, err_len) : 0;
 }
 
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)
@@ -224,6 +228,8 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
         return tsr_fail(err, err_len, "model load: %s is NULL",
                         !model ? "the result pointer" : "the model directory");
     *model = NULL;
+    if (tsr_ct2_is_model_dir(dir))
+        return tsr_ct2_model_load(dir, options, model, err, err_len);
     TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));
     const tsr_kernels *kernels = tsr_kernels_select(err, err_len);
     if (!kernels)

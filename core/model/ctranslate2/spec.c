@@ -1,0 +1,866 @@
+/* A CTranslate2 Transformer in tessera's terms (core/model/ctranslate2/spec.h).
+ * The semantics are CTranslate2's, as its layers read the spec's variables
+ * (src/layers/transformer.cc, common.cc, attention.cc): attributes missing
+ * from a file take the defaults CTranslate2 gives them there, so a file
+ * means here what it means to CTranslate2. */
+#include "core/model/ctranslate2/spec.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/errors.h"
+#include "base/files.h"
+#include "base/json_kind.h"
+#include "base/memory.h"
+#include "core/model/config.h"
+#include "core/model/ctranslate2/vocabulary.h"
+#include "text/vocabulary.h"
+
+/* The computed positions cover this many tokens (CTranslate2 grows its
+ * table without a bound; tessera's is made at load). */
+#define SINUSOID_POSITIONS 1024
+
+/* Spec revisions the reader knows (CTranslate2 4.x's current ones). */
+#define TRANSFORMER_REVISION_MAX 7
+#define ENCODER_REVISION_MAX 1
+
+int tsr_ct2_is_model_dir(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (access(path, F_OK) == 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* ---- Attributes: rank-0 variables (and, before binary version 6, strings
+ * stored as int8 vectors) ---- */
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* The scalar `name` into *v (0), 1 when absent, an error when it is not a
+ * scalar. It is marked used. */
+static int scalar(tsr_ct2_model *m, const char *name, double *v, char *err, size_t err_len)
+{
+    tsr_ct2_variable *var = tsr_ct2_find(&m->file, name);
+    if (!var)
+        return 1;
+    if (var->rank != 0)
+        return tsr_fail(err, err_len, "variable '%s': expected a scalar, got rank %zu", name,
+                        var->rank);
+    unsigned char b[4] = {0};
+    TSR_TRY(tsr_ct2_read(&m->file, var, 0, var->bytes, b, err, err_len));
+    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    float f;
+    switch (var->dtype) {
+    case TSR_CT2_I8: *v = (int8_t)b[0]; break;
+    case TSR_CT2_I16: *v = (int16_t)(u & 0xffff); break;
+    case TSR_CT2_I32: *v = (int32_t)u; break;
+    case TSR_CT2_F32: memcpy(&f, &u, 4); *v = f; break;
+    case TSR_CT2_F16: *v = half_to_double((uint16_t)u); break;
+    case TSR_CT2_BF16: u <<= 16; memcpy(&f, &u, 4); *v = f; break;
+    }
+    if (!isfinite(*v))
+        return tsr_fail(err, err_len, "variable '%s': %g is not finite", name, *v);
+    var->used = 1;
+    return 0;
+}
+
+/* Attribute `name` of scope ("encoder", "decoder"): "SCOPE/NAME", or before
+ * spec revision 5 (when the spec kept one copy at the root) "NAME". */
+static int attribute(tsr_ct2_model *m, const char *scope, const char *name, double fallback,
+                     double *v, char *err, size_t err_len)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s/%s", scope, name);
+    int rc = scalar(m, full, v, err, err_len);
+    if (rc == 1 && m->file.revision < 5)
+        rc = scalar(m, name, v, err, err_len);
+    if (rc == 1)
+        *v = fallback;
+    return rc < 0 ? rc : 0;
+}
+
+/* An attribute the spec kept at the root (binary versions < 6). */
+static int root_attribute(tsr_ct2_model *m, const char *name, double fallback, double *v,
+                          char *err, size_t err_len)
+{
+    int rc = scalar(m, name, v, err, err_len);
+    if (rc == 1)
+        *v = fallback;
+    return rc < 0 ? rc : 0;
+}
+
+/* A string attribute of binary versions < 6 (an int8 vector of UTF-8). */
+static int string_attribute(tsr_ct2_model *m, const char *name, const char *fallback, char *out,
+                            size_t out_len, char *err, size_t err_len)
+{
+    tsr_ct2_variable *var = tsr_ct2_find(&m->file, name);
+    snprintf(out, out_len, "%s", fallback);
+    if (!var)
+        return 0;
+    if (var->dtype != TSR_CT2_I8 || var->rank != 1 || var->bytes >= out_len)
+        return tsr_fail(err, err_len, "variable '%s': expected a string (int8 bytes)", name);
+    TSR_TRY(tsr_ct2_read(&m->file, var, 0, var->bytes, out, err, err_len));
+    out[var->bytes] = '\0';
+    var->used = 1;
+    return 0;
+}
+
+static size_t count_layers(const tsr_ct2_model *m, const char *scope)
+{
+    size_t n = 0;
+    for (;; n++) {
+        char name[320];
+        snprintf(name, sizeof name, "%s/layer_%zu/self_attention/linear_0/weight", scope, n);
+        if (n == 4096 || !tsr_ct2_find(&m->file, name))
+            return n;
+    }
+}
+
+/* ---- What tessera does not run ---- */
+
+/* A variable whose name holds one of these path parts belongs to a feature
+ * tessera does not run. */
+static const struct {
+    const char *part, *feature;
+} unsupported[] = {
+    {"/relative_position_keys", "relative positions (Shaw et al.)"},
+    {"/relative_asymmetric_position_keys", "asymmetric relative positions"},
+    {"/relative_attention_bias", "a relative attention bias (T5)"},
+    {"/rotary_dim", "rotary positions"},
+    {"/linear_0_noact/", "a gated FFN (GLU: linear_0_noact)"},
+    {"/num_heads_kv", "multi-query or grouped-query attention"},
+    {"/q_norm/", "query and key norms"},
+    {"/k_norm/", "query and key norms"},
+    {"/v_norm/", "value norms"},
+    {"/input_layer_norm/", "a layer with norms before and after each part"},
+    {"/post_attention_layer_norm/", "a layer with norms before and after each part"},
+    {"/pre_feedforward_layer_norm/", "a layer with norms before and after each part"},
+    {"/post_feedforward_layer_norm/", "a layer with norms before and after each part"},
+    {"/shared_layer_norm/", "a parallel residual"},
+    {"/external_pre_encoder_attention_layer_norm/", "extra cross-attention norms"},
+    {"/external_post_encoder_attention_layer_norm/", "extra cross-attention norms"},
+    {"/project_in/", "projections around the embeddings"},
+    {"/project_out/", "projections around the embeddings"},
+    {"/final_logit_softcapping", "logit soft-capping"},
+    {"/layer_scalar", "layer scalars"},
+    {"/sliding_window", "sliding-window attention"},
+    {"/weight_zero", "AWQ quantization (zero points)"},
+    {"encoder/embeddings_1/", "several source features"},
+};
+
+static int refuse_unsupported(const tsr_ct2_model *m, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < m->file.n_vars; i++) {
+        char name[520];
+        snprintf(name, sizeof name, "/%s", m->file.vars[i].name);
+        for (size_t u = 0; u < sizeof unsupported / sizeof *unsupported; u++)
+            if (strstr(name, unsupported[u].part))
+                return tsr_fail(err, err_len, "variable '%s': %s, which tessera does not run",
+                                m->file.vars[i].name, unsupported[u].feature);
+        size_t len = strlen(name);
+        if (len > 6 && strcmp(name + len - 6, "/gamma") == 0) {
+            char beta[520];
+            snprintf(beta, sizeof beta, "%.*sbeta", (int)(len - 1 - 6 + 1), name + 1);
+            if (!tsr_ct2_find(&m->file, beta))
+                return tsr_fail(err, err_len,
+                                "variable '%s' has no beta: an RMSNorm, which tessera does not run",
+                                m->file.vars[i].name);
+        }
+    }
+    return 0;
+}
+
+/* ---- config.json ---- */
+
+typedef struct ct2_config {
+    char unk[256], bos[256], eos[256], start[256];
+    int add_source_bos, add_source_eos;
+    double layer_norm_epsilon; /* < 0: unsaid */
+} ct2_config;
+
+static int json_token(const json_t *root, const char *key, char *out, size_t out_len,
+                      int null_ok, char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || (null_ok && json_is_null(v)))
+        return 1;
+    if (!json_is_string(v) || json_string_length(v) >= out_len ||
+        memchr(json_string_value(v), '\0', json_string_length(v)))
+        return tsr_fail(err, err_len, "config.json: key '%s': expected a token (a string), got %s",
+                        key, tsr_json_kind(v));
+    snprintf(out, out_len, "%s", json_string_value(v));
+    return 0;
+}
+
+static int json_flag(const json_t *root, const char *key, int *out, char *err, size_t err_len)
+{
+    const json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_boolean(v))
+        return tsr_fail(err, err_len, "config.json: key '%s': expected a boolean, got %s", key,
+                        tsr_json_kind(v));
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* The keys of config.json that change what runs (CTranslate2's
+ * SequenceToSequenceModelConfig); unknown keys are ignored. */
+static int parse_config(const json_t *root, int v6, ct2_config *c, char *err, size_t err_len)
+{
+    if (!json_is_object(root))
+        return tsr_fail(err, err_len, "config.json: expected an object, got %s",
+                        tsr_json_kind(root));
+    if (v6) {
+        if (json_token(root, "unk_token", c->unk, sizeof c->unk, 0, err, err_len) < 0 ||
+            json_token(root, "bos_token", c->bos, sizeof c->bos, 0, err, err_len) < 0 ||
+            json_token(root, "eos_token", c->eos, sizeof c->eos, 0, err, err_len) < 0)
+            return TESSERA_ERR_INPUT;
+        const json_t *start = json_object_get(root, "decoder_start_token");
+        if (start && json_is_null(start))
+            return tsr_fail(err, err_len,
+                            "config.json: decoder_start_token null (the caller gives every "
+                            "start token) is not a decoding tessera runs");
+        int rc = json_token(root, "decoder_start_token", c->start, sizeof c->start, 0, err,
+                            err_len);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            snprintf(c->start, sizeof c->start, "%s", c->bos);
+        TSR_TRY(json_flag(root, "add_source_bos", &c->add_source_bos, err, err_len));
+        TSR_TRY(json_flag(root, "add_source_eos", &c->add_source_eos, err, err_len));
+    }
+    const json_t *eps = json_object_get(root, "layer_norm_epsilon");
+    if (eps && !json_is_null(eps)) {
+        if (!json_is_number(eps) || !(json_number_value(eps) > 0))
+            return tsr_fail(err, err_len,
+                            "config.json: key 'layer_norm_epsilon': expected a number > 0, got %s",
+                            tsr_json_kind(eps));
+        c->layer_norm_epsilon = json_number_value(eps);
+    }
+    int mqa = 0;
+    TSR_TRY(json_flag(root, "multi_query_attention", &mqa, err, err_len));
+    if (mqa)
+        return tsr_fail(err, err_len,
+                        "config.json: multi_query_attention true, which tessera does not run");
+    const json_t *q = json_object_get(root, "quantization_type");
+    if (q && !json_is_null(q) && !(json_is_integer(q) && json_integer_value(q) == 0))
+        return tsr_fail(err, err_len,
+                        "config.json: quantization_type other than CTranslate2's own (AWQ) is "
+                        "not run by tessera");
+    return 0;
+}
+
+/* config.json (binary version 6 keeps the tokens there), or what earlier
+ * versions kept in variables, with CTranslate2's defaults. */
+static int read_config(const char *dir, tsr_ct2_model *m, ct2_config *c, char *err,
+                       size_t err_len)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->unk, sizeof c->unk, "<unk>");
+    snprintf(c->bos, sizeof c->bos, "<s>");
+    snprintf(c->eos, sizeof c->eos, "</s>");
+    snprintf(c->start, sizeof c->start, "<s>");
+    c->layer_norm_epsilon = -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    int v6 = m->file.version >= 6;
+    if (access(path, F_OK) == 0) {
+        char *bytes;
+        size_t len;
+        TSR_TRY(tsr_read_regular(path, (off_t)16 << 20, &bytes, &len, err, err_len));
+        json_error_t jerr;
+        json_t *root = json_loadb(bytes, len, 0, &jerr);
+        tsr_free(bytes);
+        if (!root)
+            return tsr_json_out_of_memory(&jerr)
+                       ? tsr_fail_oom(err, err_len, "config.json: out of memory")
+                       : tsr_fail(err, err_len, "config.json: line %d: %s", jerr.line, jerr.text);
+        int rc = parse_config(root, v6, c, err, err_len);
+        json_decref(root);
+        TSR_TRY(rc);
+    } else if (v6) {
+        return tsr_fail(err, err_len,
+                        "config.json: missing (a model.bin of binary version 6 keeps its tokens "
+                        "there)");
+    }
+    if (v6)
+        return 0;
+    TSR_TRY(string_attribute(m, "unk_token", "<unk>", c->unk, sizeof c->unk, err, err_len));
+    TSR_TRY(string_attribute(m, "bos_token", "<s>", c->bos, sizeof c->bos, err, err_len));
+    TSR_TRY(string_attribute(m, "eos_token", "</s>", c->eos, sizeof c->eos, err, err_len));
+    double v;
+    TSR_TRY(root_attribute(m, "with_source_bos", 0, &v, err, err_len));
+    c->add_source_bos = v != 0;
+    TSR_TRY(root_attribute(m, "with_source_eos", 0, &v, err, err_len));
+    c->add_source_eos = v != 0;
+    TSR_TRY(root_attribute(m, "user_decoder_start_tokens", 0, &v, err, err_len));
+    if (v != 0)
+        return tsr_fail(err, err_len,
+                        "variable 'user_decoder_start_tokens': the caller gives every start "
+                        "token, which is not a decoding tessera runs");
+    TSR_TRY(root_attribute(m, "with_target_bos", 1, &v, err, err_len));
+    snprintf(c->start, sizeof c->start, "%s", v != 0 ? c->bos : c->eos);
+    return 0;
+}
+
+/* ---- The architecture ---- */
+
+static const tsr_ct2_variable *matrix(const tsr_ct2_model *m, const char *name, char *err,
+                                      size_t err_len)
+{
+    const tsr_ct2_variable *v = tsr_ct2_find(&m->file, name);
+    if (!v)
+        tsr_fail(err, err_len, "variable '%s': missing", name);
+    else if (v->rank != 2 || v->shape[0] == 0 || v->shape[1] == 0)
+        tsr_fail(err, err_len, "variable '%s': expected a matrix, got rank %zu", name, v->rank);
+    else
+        return v;
+    return NULL;
+}
+
+/* The factor a side's token embeddings are multiplied by (CTranslate2's
+ * build_embeddings_scale): "SCOPE/scale_embeddings" (older files:
+ * "SCOPE/embeddings/multiply_by_sqrt_depth"), an int8 flag (true, or absent:
+ * sqrt(d_model)) or the factor itself. */
+static int embedding_scale(tsr_ct2_model *m, const char *scope, const char *embeddings, int d,
+                           double *factor, char *err, size_t err_len)
+{
+    char name[320];
+    snprintf(name, sizeof name, "%s/scale_embeddings", scope);
+    const tsr_ct2_variable *v = tsr_ct2_find(&m->file, name);
+    if (!v) {
+        snprintf(name, sizeof name, "%s/multiply_by_sqrt_depth", embeddings);
+        v = tsr_ct2_find(&m->file, name);
+    }
+    *factor = sqrt((double)d);
+    if (!v)
+        return 0;
+    double value;
+    TSR_TRY(scalar(m, name, &value, err, err_len));
+    if (v->dtype == TSR_CT2_I8)
+        *factor = value != 0 ? sqrt((double)d) : 1;
+    else
+        *factor = value;
+    return 0;
+}
+
+static const char *activation_name(int code)
+{
+    /* CTranslate2's ActivationType: ReLU, GELUTanh, Swish, GELU, GELUSigmoid,
+     * Tanh, Sigmoid. */
+    static const char *const names[] = {"relu", "gelu_tanh", "silu", "gelu", "gelu_sigmoid"};
+    return code >= 0 && code < 5 ? names[code] : NULL;
+}
+
+/* One attribute of both sides, which tessera holds once: they must agree. */
+static int both_sides(tsr_ct2_model *m, int decoder, const char *name, double fallback,
+                      double *v, char *err, size_t err_len)
+{
+    TSR_TRY(attribute(m, "encoder", name, fallback, v, err, err_len));
+    if (!decoder)
+        return 0;
+    double dv;
+    TSR_TRY(attribute(m, "decoder", name, fallback, &dv, err, err_len));
+    if (dv != *v)
+        return tsr_fail(err, err_len,
+                        "variables 'encoder/%s' (%g) and 'decoder/%s' (%g) differ: tessera holds "
+                        "one for both sides",
+                        name, *v, name, dv);
+    return 0;
+}
+
+/* Each attention's optional queries_scale must be CTranslate2's default,
+ * 1/sqrt(d_head), which is what tessera applies. */
+static int check_queries_scales(tsr_ct2_model *m, int d_head, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < m->file.n_vars; i++) {
+        const char *name = m->file.vars[i].name;
+        size_t len = strlen(name);
+        if (len < 14 || strcmp(name + len - 14, "/queries_scale") != 0)
+            continue;
+        double v;
+        TSR_TRY(scalar(m, name, &v, err, err_len));
+        if (fabs(v * sqrt((double)d_head) - 1) > 1e-6)
+            return tsr_fail(err, err_len,
+                            "variable '%s': %g, not 1/sqrt(%d): another attention scale, which "
+                            "tessera does not run",
+                            name, v, d_head);
+    }
+    return 0;
+}
+
+static int vocab_id(const tessera_vocabulary *v, const char *token, const char *side,
+                    const char *what, int *id, char *err, size_t err_len)
+{
+    *id = tsr_vocabulary_find(v, token, strlen(token));
+    if (*id < 0)
+        return tsr_fail(err, err_len, "the %s token '%s' is not in the %s vocabulary", what,
+                        token, side);
+    return 0;
+}
+
+/* The vocabularies: shared_vocabulary, or source_vocabulary +
+ * target_vocabulary (an encoder alone: vocabulary). */
+static int load_vocabularies(const char *dir, tsr_ct2_model *m, int decoder, const char *unk,
+                             char *err, size_t err_len)
+{
+    char file[2][64];
+    tessera_vocabulary *shared;
+    TSR_TRY(tsr_ct2_vocabulary_load(dir, decoder ? "shared_vocabulary" : "vocabulary", unk,
+                                    &shared, file[0], sizeof file[0], err, err_len));
+    if (shared) {
+        m->vocab[0] = m->vocab[1] = shared;
+        return 0;
+    }
+    if (!decoder)
+        return tsr_fail(err, err_len, "vocabulary.json or vocabulary.txt: missing");
+    TSR_TRY(tsr_ct2_vocabulary_load(dir, "source_vocabulary", unk, &m->vocab[0], file[0],
+                                    sizeof file[0], err, err_len));
+    TSR_TRY(tsr_ct2_vocabulary_load(dir, "target_vocabulary", unk, &m->vocab[1], file[1],
+                                    sizeof file[1], err, err_len));
+    if (!m->vocab[1])
+        return tsr_fail(err, err_len,
+                        "no vocabulary: expected shared_vocabulary or target_vocabulary (.json "
+                        "or .txt)");
+    if (!m->vocab[0]) {
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/source_1_vocabulary.txt", dir);
+        int features = access(probe, F_OK) == 0;
+        snprintf(probe, sizeof probe, "%s/source_1_vocabulary.json", dir);
+        features |= access(probe, F_OK) == 0;
+        return tsr_fail(err, err_len, "%s",
+                        features ? "source_1_vocabulary: several source features, which tessera "
+                                   "does not run"
+                                 : "no source vocabulary: expected source_vocabulary (.json or "
+                                   ".txt)");
+    }
+    return 0;
+}
+
+/* The vocabulary must match its embedding table's rows. */
+static int check_vocab_size(const tsr_ct2_model *m, int side, const tsr_ct2_variable *emb,
+                            char *err, size_t err_len)
+{
+    size_t n = tessera_vocabulary_size(m->vocab[side]);
+    if (n != emb->shape[0])
+        return tsr_fail(err, err_len,
+                        "the %s vocabulary has %zu tokens (the unknown token included), but "
+                        "variable '%s' has %zu rows",
+                        side ? "target" : "source", n, emb->name, emb->shape[0]);
+    return 0;
+}
+
+/* Positions: both sides' tables, or neither (CTranslate2's sinusoid, sin |
+ * cos halves at 10000^(-i/(d/2-1)), its first position 1). */
+static int positions(tsr_ct2_model *m, int decoder, int d, json_t *cfg, char *err,
+                     size_t err_len)
+{
+    const tsr_ct2_variable *t[2] = {tsr_ct2_find(&m->file, "encoder/position_encodings/encodings"),
+                                    decoder ? tsr_ct2_find(&m->file,
+                                                           "decoder/position_encodings/encodings")
+                                            : NULL};
+    if (!t[0] && !t[1]) {
+        json_object_set_new(cfg, "position_encoding", json_string("sinusoid_halves_t2t"));
+        json_object_set_new(cfg, "position_offset", json_integer(1));
+        json_object_set_new(cfg, "max_positions", json_integer(SINUSOID_POSITIONS));
+        return 0;
+    }
+    if (!t[0] || (decoder && !t[1]))
+        return tsr_fail(err, err_len,
+                        "variable '%s/position_encodings/encodings' without the %s's: one side "
+                        "learned, the other computed, which tessera does not run",
+                        t[0] ? "encoder" : "decoder", t[0] ? "decoder" : "encoder");
+    size_t rows = t[0]->shape[0];
+    for (int s = 0; s <= decoder; s++) {
+        if (t[s]->rank != 2 || t[s]->shape[1] != (size_t)d || t[s]->shape[0] < 2)
+            return tsr_fail(err, err_len, "variable '%s': expected [positions, %d]", t[s]->name,
+                            d);
+        if (t[s]->shape[0] < rows)
+            rows = t[s]->shape[0];
+    }
+    if (rows > TESSERA_MAX_POSITIONS_MAX)
+        rows = TESSERA_MAX_POSITIONS_MAX;
+    json_object_set_new(cfg, "max_positions", json_integer((json_int_t)rows));
+    return 0;
+}
+
+static int spec_kind(const tsr_ct2_file *f, int *decoder, int *heads, char *err, size_t err_len)
+{
+    static const struct {
+        const char *name;
+        int heads, decoder, revision_max;
+    } known[] = {{"", 8, 1, TRANSFORMER_REVISION_MAX},
+                 {"TransformerBase", 8, 1, TRANSFORMER_REVISION_MAX},
+                 {"TransformerBig", 16, 1, TRANSFORMER_REVISION_MAX},
+                 {"TransformerSpec", 8, 1, TRANSFORMER_REVISION_MAX},
+                 {"TransformerEncoderSpec", 8, 0, ENCODER_REVISION_MAX}};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        if (strcmp(f->spec, known[i].name) != 0)
+            continue;
+        if (f->revision > (uint32_t)known[i].revision_max)
+            return tsr_fail(err, err_len,
+                            "spec %s revision %u: tessera reads revisions up to %d (a newer "
+                            "CTranslate2 wrote it)",
+                            f->spec, f->revision, known[i].revision_max);
+        *decoder = known[i].decoder;
+        *heads = known[i].heads;
+        return 0;
+    }
+    return tsr_fail(err, err_len,
+                    "spec '%s': %s, which tessera does not run (it runs TransformerSpec, "
+                    "TransformerBase, TransformerBig and TransformerEncoderSpec)",
+                    f->spec,
+                    strstr(f->spec, "Whisper") || strstr(f->spec, "Wav2Vec2") ? "a speech model"
+                    : strstr(f->spec, "Decoder")                               ? "a decoder-only model"
+                                                                               : "another model");
+}
+
+/* Everything but the tokens and positions, into cfg (tessera's keys). */
+static int architecture(tsr_ct2_model *m, int decoder, int spec_heads, json_t *cfg, int *d_out,
+                        char *err, size_t err_len)
+{
+    char name[320];
+    snprintf(m->encoder_embeddings, sizeof m->encoder_embeddings, "encoder/embeddings%s",
+             tsr_ct2_find(&m->file, "encoder/embeddings/weight") ? "" : "_0");
+    snprintf(name, sizeof name, "%s/weight", m->encoder_embeddings);
+    const tsr_ct2_variable *src = matrix(m, name, err, err_len), *tgt = NULL;
+    if (!src)
+        return TESSERA_ERR_INPUT;
+    if (decoder && !(tgt = matrix(m, "decoder/embeddings/weight", err, err_len)))
+        return TESSERA_ERR_INPUT;
+    int d = (int)src->shape[1];
+    *d_out = d;
+    TSR_TRY(check_vocab_size(m, 0, src, err, err_len));
+    if (decoder)
+        TSR_TRY(check_vocab_size(m, 1, tgt, err, err_len));
+    size_t layers[2] = {count_layers(m, "encoder"), decoder ? count_layers(m, "decoder") : 0};
+    if (layers[0] == 0 || (decoder && layers[1] == 0))
+        return tsr_fail(err, err_len, "variable '%s/layer_0/self_attention/linear_0/weight': "
+                                      "missing (no layers)",
+                        layers[0] == 0 ? "encoder" : "decoder");
+    const tsr_ct2_variable *ff = matrix(m, "encoder/layer_0/ffn/linear_0/weight", err, err_len);
+    if (!ff)
+        return TESSERA_ERR_INPUT;
+
+    double heads, pre_norm, act, merge, mqa;
+    TSR_TRY(both_sides(m, decoder, "num_heads", spec_heads, &heads, err, err_len));
+    TSR_TRY(both_sides(m, decoder, "pre_norm", 1, &pre_norm, err, err_len));
+    TSR_TRY(both_sides(m, decoder, "activation", 0, &act, err, err_len));
+    TSR_TRY(both_sides(m, decoder, "multi_query_attention", 0, &mqa, err, err_len));
+    TSR_TRY(attribute(m, "encoder", "embeddings_merge", 0, &merge, err, err_len));
+    if (mqa != 0)
+        return tsr_fail(err, err_len, "variable 'multi_query_attention': true, which tessera "
+                                      "does not run");
+    if (!activation_name((int)act))
+        return tsr_fail(err, err_len,
+                        "variable 'encoder/activation': %g (%s), which tessera does not run in "
+                        "an FFN",
+                        act, act == 5 ? "tanh" : act == 6 ? "sigmoid" : "unknown");
+    if (!(heads >= 1) || d % (int)heads != 0)
+        return tsr_fail(err, err_len, "variable 'encoder/num_heads': %g does not divide %d",
+                        heads, d);
+    TSR_TRY(check_queries_scales(m, d / (int)heads, err, err_len));
+
+    double scale[2] = {0, 0};
+    TSR_TRY(embedding_scale(m, "encoder", m->encoder_embeddings, d, &scale[0], err, err_len));
+    if (decoder)
+        TSR_TRY(embedding_scale(m, "decoder", "decoder/embeddings", d, &scale[1], err, err_len));
+    else
+        scale[1] = scale[0];
+    for (int s = 0; s < 2; s++)
+        if (fabs(scale[s] - scale[0]) > 1e-6 * scale[0] ||
+            (fabs(scale[s] - 1) > 1e-6 && fabs(scale[s] - sqrt((double)d)) > 1e-6 * sqrt(d)))
+            return tsr_fail(err, err_len,
+                            "variable '%s/scale_embeddings': embeddings scaled by %g and %g; "
+                            "tessera scales both sides by sqrt(d_model) or neither",
+                            s ? "decoder" : "encoder", scale[0], scale[s]);
+
+    json_object_set_new(cfg, "d_model", json_integer(d));
+    json_object_set_new(cfg, "n_heads", json_integer((json_int_t)heads));
+    json_object_set_new(cfg, "d_ff", json_integer((json_int_t)ff->shape[0]));
+    json_object_set_new(cfg, "n_encoder_layers", json_integer((json_int_t)layers[0]));
+    json_object_set_new(cfg, "n_decoder_layers", json_integer((json_int_t)layers[1]));
+    json_object_set_new(cfg, "src_vocab_size", json_integer((json_int_t)src->shape[0]));
+    json_object_set_new(cfg, "tgt_vocab_size", json_integer(tgt ? (json_int_t)tgt->shape[0] : 0));
+    json_object_set_new(cfg, "activation", json_string(activation_name((int)act)));
+    json_object_set_new(cfg, "norm_first", json_boolean(pre_norm != 0));
+    json_object_set_new(cfg, "scale_embedding", json_boolean(fabs(scale[0] - 1) > 1e-6));
+    json_object_set_new(cfg, "family", json_string("ctranslate2"));
+    if (!decoder)
+        return 0;
+
+    /* Tables a CTranslate2 writer stored once and aliased. */
+    const tsr_ct2_variable *proj = tsr_ct2_find(&m->file, "decoder/projection/weight");
+    json_object_set_new(cfg, "share_embeddings", json_boolean(src->offset == tgt->offset));
+    json_object_set_new(cfg, "tie_output_projection",
+                        json_boolean(proj && proj->offset == tgt->offset));
+
+    double zero_start, outputs = 1, alibi, layer, heads_avg;
+    TSR_TRY(attribute(m, "decoder", "start_from_zero_embedding", 0, &zero_start, err, err_len));
+    json_object_set_new(cfg, "decoder_start", json_string(zero_start != 0 ? "zeros" : "bos"));
+    if (scalar(m, "decoder/scale_outputs", &outputs, err, err_len) < 0)
+        return TESSERA_ERR_INPUT;
+    if (fabs(outputs - 1) > 1e-6)
+        return tsr_fail(err, err_len,
+                        "variable 'decoder/scale_outputs': %g: a scaled decoder output, which "
+                        "tessera does not run",
+                        outputs);
+    TSR_TRY(attribute(m, "decoder", "alibi", 0, &alibi, err, err_len));
+    if (alibi != 0)
+        return tsr_fail(err, err_len, "variable 'decoder/alibi': ALiBi, which tessera does not run");
+    double unused;
+    TSR_TRY(attribute(m, "decoder", "alibi_use_positive_positions", 0, &unused, err, err_len));
+    TSR_TRY(attribute(m, "decoder", "scale_alibi", 0, &unused, err, err_len));
+    TSR_TRY(attribute(m, "decoder", "alignment_layer", -1, &layer, err, err_len));
+    TSR_TRY(attribute(m, "decoder", "alignment_heads", 1, &heads_avg, err, err_len));
+    if (layer < 0)
+        layer += (double)layers[1];
+    json_object_set_new(cfg, "alignment_layer", json_integer((json_int_t)layer));
+    json_object_set_new(cfg, "alignment_heads", json_integer((json_int_t)heads_avg));
+    return 0;
+}
+
+/* The special tokens' ids, each in the vocabulary that holds it. */
+static int tokens(const tsr_ct2_model *m, int decoder, const ct2_config *c, json_t *cfg,
+                  char *err, size_t err_len)
+{
+    int unk_src, unk_tgt = 0, bos = 0, eos = 0, pad = 0, eos_src;
+    TSR_TRY(vocab_id(m->vocab[0], c->unk, "source", "unknown", &unk_src, err, err_len));
+    if (decoder) {
+        TSR_TRY(vocab_id(m->vocab[1], c->unk, "target", "unknown", &unk_tgt, err, err_len));
+        TSR_TRY(vocab_id(m->vocab[1], c->start, "target", "decoder start", &bos, err, err_len));
+        TSR_TRY(vocab_id(m->vocab[1], c->eos, "target", "end", &eos, err, err_len));
+        /* CTranslate2 has no padding token of its own: its converters' <blank>
+         * (OpenNMT) or <pad> when both vocabularies hold it, else eos. */
+        pad = eos;
+        static const char *const pads[] = {"<blank>", "<pad>"};
+        for (int i = 0; i < 2 && pad == eos; i++) {
+            int s = tsr_vocabulary_find(m->vocab[0], pads[i], strlen(pads[i]));
+            int t = tsr_vocabulary_find(m->vocab[1], pads[i], strlen(pads[i]));
+            if (s >= 0 && s == t)
+                pad = t;
+        }
+    }
+    if (c->add_source_bos)
+        return tsr_fail(err, err_len,
+                        "config.json: add_source_bos true (a token before every source), which "
+                        "tessera does not run yet");
+    json_object_set_new(cfg, "unk_id", json_integer(decoder ? unk_tgt : unk_src));
+    json_object_set_new(cfg, "source_unk_id", json_integer(unk_src));
+    json_object_set_new(cfg, "bos_id", json_integer(bos));
+    json_object_set_new(cfg, "eos_id", json_integer(eos));
+    json_object_set_new(cfg, "pad_id", json_integer(decoder ? pad : unk_src));
+    if (c->add_source_eos) {
+        TSR_TRY(vocab_id(m->vocab[0], c->eos, "source", "end", &eos_src, err, err_len));
+        json_t *suffix = json_array();
+        json_array_append_new(suffix, json_integer(eos_src));
+        json_object_set_new(cfg, "source_suffix", suffix);
+    }
+    json_object_set_new(cfg, "layer_norm_eps",
+                        json_real(c->layer_norm_epsilon > 0 ? c->layer_norm_epsilon : 1e-5));
+    return 0;
+}
+
+/* The config tessera's own reader makes of the keys gathered in cfg. */
+static int to_tessera_config(json_t *cfg, tessera_config *out, char *err, size_t err_len)
+{
+    char *text = json_dumps(cfg, JSON_COMPACT);
+    if (!text)
+        return tsr_fail_oom(err, err_len, "out of memory describing the model");
+    int rc = tsr_config_parse(text, strlen(text), out, err, err_len);
+    free(text);
+    return rc != 0 ? tsr_fail_prefix(rc, err, err_len, "the model's configuration") : 0;
+}
+
+static int open_model(const char *dir, tsr_ct2_model *m, char *err, size_t err_len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    int rc = tsr_ct2_open(path, &m->file, err, err_len);
+    if (rc != 0)
+        return tsr_fail_prefix(rc, err, err_len, "model.bin");
+    int decoder = 0, spec_heads = 0, d = 0;
+    ct2_config c;
+    TSR_TRY(spec_kind(&m->file, &decoder, &spec_heads, err, err_len));
+    TSR_TRY(refuse_unsupported(m, err, err_len));
+    TSR_TRY(read_config(dir, m, &c, err, err_len));
+    TSR_TRY(load_vocabularies(dir, m, decoder, c.unk, err, err_len));
+    json_t *cfg = json_object();
+    if (!cfg)
+        return tsr_fail_oom(err, err_len, "out of memory describing the model");
+    rc = architecture(m, decoder, spec_heads, cfg, &d, err, err_len);
+    if (rc == 0)
+        rc = positions(m, decoder, d, cfg, err, err_len);
+    if (rc == 0)
+        rc = tokens(m, decoder, &c, cfg, err, err_len);
+    if (rc == 0)
+        rc = to_tessera_config(cfg, &m->cfg, err, err_len);
+    json_decref(cfg);
+    if (rc == 0 && !decoder) {
+        /* A BERT-style pooling head: tessera encode gives the encoder's
+         * vectors (its own --pool), never this layer's. */
+        for (size_t i = 0; i < m->file.n_vars; i++)
+            if (strncmp(m->file.vars[i].name, "pooler_", 7) == 0)
+                m->file.vars[i].used = 1;
+    }
+    return rc;
+}
+
+static tessera_compute_type stored_type(const tsr_ct2_model *m)
+{
+    const tsr_ct2_variable *w = tsr_ct2_find(&m->file, "encoder/layer_0/ffn/linear_0/weight");
+    return w->dtype == TSR_CT2_I8     ? TESSERA_COMPUTE_INT8
+           : w->dtype == TSR_CT2_BF16 ? TESSERA_COMPUTE_BF16
+                                      : TESSERA_COMPUTE_F32;
+}
+
+int tsr_ct2_model_open(const char *dir, tsr_ct2_model *m, char *err, size_t err_len)
+{
+    memset(m, 0, sizeof *m);
+    int rc = open_model(dir, m, err, err_len);
+    if (rc != 0) {
+        tsr_ct2_model_close(m);
+        return rc;
+    }
+    m->stored_type = stored_type(m);
+    return 0;
+}
+
+/* ---- Tensor names: tessera's (docs/model-format.md section 1) to
+ * CTranslate2's (section 4) ---- */
+
+typedef struct name_map {
+    const char *tessera, *ct2, *ct2_second;
+} name_map;
+
+/* Within a layer: "transformer.{encoder,decoder}.layers.N." + tessera, and
+ * "{encoder,decoder}/layer_N/" + ct2; first what both sides' layers have,
+ * then each side's own. */
+static const name_map any_layer[] = {
+    {"self_attn.in_proj_weight", "self_attention/linear_0/weight", NULL},
+    {"self_attn.in_proj_bias", "self_attention/linear_0/bias", NULL},
+    {"self_attn.out_proj.weight", "self_attention/linear_1/weight", NULL},
+    {"self_attn.out_proj.bias", "self_attention/linear_1/bias", NULL},
+    {"linear1.weight", "ffn/linear_0/weight", NULL},
+    {"linear1.bias", "ffn/linear_0/bias", NULL},
+    {"linear2.weight", "ffn/linear_1/weight", NULL},
+    {"linear2.bias", "ffn/linear_1/bias", NULL},
+    {"norm1.weight", "self_attention/layer_norm/gamma", NULL},
+    {"norm1.bias", "self_attention/layer_norm/beta", NULL},
+};
+
+static const name_map encoder_layer[] = {
+    {"norm2.weight", "ffn/layer_norm/gamma", NULL},
+    {"norm2.bias", "ffn/layer_norm/beta", NULL},
+};
+
+static const name_map decoder_layer[] = {
+    {"multihead_attn.in_proj_weight", "attention/linear_0/weight", "attention/linear_1/weight"},
+    {"multihead_attn.in_proj_bias", "attention/linear_0/bias", "attention/linear_1/bias"},
+    {"multihead_attn.out_proj.weight", "attention/linear_2/weight", NULL},
+    {"multihead_attn.out_proj.bias", "attention/linear_2/bias", NULL},
+    {"norm2.weight", "attention/layer_norm/gamma", NULL},
+    {"norm2.bias", "attention/layer_norm/beta", NULL},
+    {"norm3.weight", "ffn/layer_norm/gamma", NULL},
+    {"norm3.bias", "ffn/layer_norm/beta", NULL},
+};
+
+static const name_map whole_model[] = {
+    {"tgt_tok_emb.embedding.weight", "decoder/embeddings/weight", NULL},
+    {"positional_encoding.pos_embedding", "encoder/position_encodings/encodings", NULL},
+    {"positional_encoding.decoder_pos_embedding", "decoder/position_encodings/encodings", NULL},
+    {"transformer.encoder.embedding_norm.weight", "encoder/layernorm_embedding/gamma", NULL},
+    {"transformer.encoder.embedding_norm.bias", "encoder/layernorm_embedding/beta", NULL},
+    {"transformer.decoder.embedding_norm.weight", "decoder/layernorm_embedding/gamma", NULL},
+    {"transformer.decoder.embedding_norm.bias", "decoder/layernorm_embedding/beta", NULL},
+    {"transformer.encoder.norm.weight", "encoder/layer_norm/gamma", NULL},
+    {"transformer.encoder.norm.bias", "encoder/layer_norm/beta", NULL},
+    {"transformer.decoder.norm.weight", "decoder/layer_norm/gamma", NULL},
+    {"transformer.decoder.norm.bias", "decoder/layer_norm/beta", NULL},
+    {"generator.weight", "decoder/projection/weight", NULL},
+    {"generator.bias", "decoder/projection/bias", NULL},
+};
+
+static size_t from_map(const name_map *map, size_t n, const char *prefix, const char *name,
+                       char parts[2][320])
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(map[i].tessera, name) != 0)
+            continue;
+        snprintf(parts[0], 320, "%s%s", prefix, map[i].ct2);
+        if (!map[i].ct2_second)
+            return 1;
+        snprintf(parts[1], 320, "%s%s", prefix, map[i].ct2_second);
+        return 2;
+    }
+    return 0;
+}
+
+size_t tsr_ct2_tensor_parts(const tsr_ct2_model *m, const char *name, char parts[2][320])
+{
+    if (strcmp(name, "src_tok_emb.embedding.weight") == 0) {
+        snprintf(parts[0], 320, "%s/weight", m->encoder_embeddings);
+        return 1;
+    }
+    for (int dec = 0; dec < 2; dec++) {
+        const char *side = dec ? "decoder" : "encoder";
+        char head[64];
+        int len = snprintf(head, sizeof head, "transformer.%s.layers.", side);
+        if (strncmp(name, head, (size_t)len) != 0)
+            continue;
+        char *end;
+        unsigned long layer = strtoul(name + len, &end, 10);
+        if (end == name + len || *end != '.')
+            return 0;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s/layer_%lu/", side, layer);
+        size_t n = from_map(any_layer, sizeof any_layer / sizeof *any_layer, prefix, end + 1,
+                            parts);
+        if (n == 0)
+            n = dec ? from_map(decoder_layer, sizeof decoder_layer / sizeof *decoder_layer, prefix,
+                               end + 1, parts)
+                    : from_map(encoder_layer, sizeof encoder_layer / sizeof *encoder_layer, prefix,
+                               end + 1, parts);
+        return n;
+    }
+    return from_map(whole_model, sizeof whole_model / sizeof *whole_model, "", name, parts);
+}
+
+int tsr_ct2_check_all_used(const tsr_ct2_model *m, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < m->file.n_vars; i++) {
+        const tsr_ct2_variable *v = &m->file.vars[i];
+        /* A variable is used when it or an alias of it is (a tied table is
+         * read once, under one of its names). */
+        int used = v->used;
+        for (size_t j = 0; !used && j < m->file.n_vars; j++)
+            used = m->file.vars[j].used && m->file.vars[j].offset == v->offset;
+        if (!used)
+            return tsr_fail(err, err_len,
+                            "model.bin: variable '%s' is read by no part of the model tessera "
+                            "runs (a feature it does not know)",
+                            v->name);
+    }
+    return 0;
+}
+
+void tsr_ct2_model_close(tsr_ct2_model *m)
+{
+    if (m->vocab[1] != m->vocab[0])
+        tessera_vocabulary_free(m->vocab[1]);
+    tessera_vocabulary_free(m->vocab[0]);
+    tsr_ct2_close(&m->file);
+    memset(m, 0, sizeof *m);
+}
