@@ -1,0 +1,25 @@
+#!/bin/sh
+# make check: CTranslate2's own test model (aren-transliteration, binary
+# versions 1 and 2, float32, int16 and int8), read as CTranslate2 ships it,
+# must do what CTranslate2's own tests say it does (tests/test_ctranslate2.c
+# lists each expectation, and what tessera defines otherwise), under every
+# kernel set selected ($TESSERA_TEST_SETS; unset: every set this build and
+# CPU run).
+#
+# The model is not part of tessera (CTranslate2's, MIT): it is looked for in
+# $TESSERA_TEST_CT2_MODELS, else beside the source tree in
+# ../shared/models/ctranslate2-tests. Without it this test says SKIP, naming
+# where it looked.
+set -u
+srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
+build=${TESSERA_TEST_BUILDDIR:-.}
+models=${TESSERA_TEST_CT2_MODELS:-$srcdir/../shared/models/ctranslate2-tests}
+if [ ! -f "$models/v2/aren-transliteration/model.bin" ]; then
+    echo "SKIP: CTranslate2's test models are not in $models (set TESSERA_TEST_CT2_MODELS)"
+    exit 77
+fi
+TESSERA_TEST_CT2_MODELS=$(cd "$models" && pwd)
+export TESSERA_TEST_CT2_MODELS
+echo "CTranslate2's test models: $TESSERA_TEST_CT2_MODELS"
+# shellcheck disable=SC2086 # the runner is words
+exec ${TESSERA_TEST_PROGRAM_RUNNER:-} "$build/tests/test_ctranslate2"
