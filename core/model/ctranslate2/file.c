@@ -14,6 +14,7 @@
 #include "base/errors.h"
 #include "base/files.h"
 #include "base/memory.h"
+#include "base/quote.h"
 
 /* More variables than any model has (NLLB-3.3B has under 1,500); a count past
  * it is a corrupt file, not an allocation to attempt. */
@@ -72,6 +73,20 @@ static int take_string(cursor *c, char *out, size_t out_len, const char *what, c
     return 0;
 }
 
+/* Names (variables, aliases, the spec) are CTranslate2's identifiers:
+ * printable ASCII without quotes, so that every message may show them as
+ * they are. */
+static int check_name(const char *name, const char *what, size_t at, char *err, size_t err_len)
+{
+    for (const char *p = name; *p; p++)
+        if (*p < 0x20 || *p > 0x7e || *p == '\'' || *p == '\\') {
+            char quoted[TSR_QUOTE_LEN];
+            return tsr_fail(err, err_len, "%s at byte %zu is not a printable ASCII name: '%s'",
+                            what, at, tsr_quote(quoted, sizeof quoted, name, '\''));
+        }
+    return 0;
+}
+
 size_t tsr_ct2_item_size(tsr_ct2_dtype dtype)
 {
     static const size_t sizes[] = {4, 1, 2, 4, 2, 2};
@@ -125,7 +140,9 @@ static int by_name(const void *a, const void *b)
 static int take_variable(cursor *c, int rename, tsr_ct2_variable *v, char *err, size_t err_len)
 {
     char name[512];
+    size_t at = c->at;
     TSR_TRY(take_string(c, name, sizeof name, "a variable name", err, err_len));
+    TSR_TRY(check_name(name, "a variable name", at, err, err_len));
     if (rename)
         rename_v1(name);
     unsigned char rank;
@@ -229,8 +246,12 @@ static int take_aliases(cursor *c, tsr_ct2_file *f, char *err, size_t err_len)
     f->vars = grown;
     for (uint32_t i = 0; i < n; i++) {
         char alias[512], target[512];
+        size_t at = c->at;
         TSR_TRY(take_string(c, alias, sizeof alias - 8, "an alias", err, err_len));
+        TSR_TRY(check_name(alias, "an alias", at, err, err_len));
+        at = c->at;
         TSR_TRY(take_string(c, target, sizeof target - 8, "an alias's target", err, err_len));
+        TSR_TRY(check_name(target, "an alias's target", at, err, err_len));
         int rc = add_alias(f, n_real, alias, target, err, err_len);
         if (rc < 0)
             return rc;
@@ -264,7 +285,10 @@ static int read_table(tsr_ct2_file *f, char *err, size_t err_len)
                                                        : " (not a model.bin?)");
     f->revision = 1;
     if (rc == 0 && f->version >= 2) {
+        size_t at = c->at;
         rc = take_string(c, f->spec, sizeof f->spec, "the spec name", err, err_len);
+        if (rc == 0)
+            rc = check_name(f->spec, "the spec name", at, err, err_len);
         if (rc == 0)
             rc = take_u32(c, &f->revision, "the spec revision", err, err_len);
     }

@@ -15,6 +15,7 @@
 #include "base/files.h"
 #include "base/json_kind.h"
 #include "base/memory.h"
+#include "base/quote.h"
 #include "core/model/config.h"
 #include "core/model/ctranslate2/vocabulary.h"
 #include "text/vocabulary.h"
@@ -283,10 +284,12 @@ static int read_config(const char *dir, tsr_ct2_model *m, ct2_config *c, char *e
         json_error_t jerr;
         json_t *root = json_loadb(bytes, len, 0, &jerr);
         tsr_free(bytes);
+        char why[4 * sizeof jerr.text + 4];
         if (!root)
             return tsr_json_out_of_memory(&jerr)
                        ? tsr_fail_oom(err, err_len, "config.json: out of memory")
-                       : tsr_fail(err, err_len, "config.json: line %d: %s", jerr.line, jerr.text);
+                       : tsr_fail(err, err_len, "config.json: line %d: %s", jerr.line,
+                                  tsr_quote(why, sizeof why, jerr.text, 0));
         int rc = parse_config(root, v6, c, err, err_len);
         json_decref(root);
         TSR_TRY(rc);
@@ -405,9 +408,10 @@ static int vocab_id(const tessera_vocabulary *v, const char *token, const char *
                     const char *what, int *id, char *err, size_t err_len)
 {
     *id = tsr_vocabulary_find(v, token, strlen(token));
+    char quoted[TSR_QUOTE_LEN];
     if (*id < 0)
         return tsr_fail(err, err_len, "the %s token '%s' is not in the %s vocabulary", what,
-                        token, side);
+                        tsr_quote(quoted, sizeof quoted, token, '\''), side);
     return 0;
 }
 

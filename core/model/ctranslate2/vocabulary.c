@@ -10,6 +10,7 @@
 #include "base/files.h"
 #include "base/json_kind.h"
 #include "base/memory.h"
+#include "base/quote.h"
 #include "text/vocabulary.h"
 
 /* NLLB's 256,206 tokens take 4 MB; a file past this is no vocabulary. */
@@ -77,10 +78,12 @@ static int parse_json(const char *bytes, size_t len, token_list *t, const char *
 {
     json_error_t jerr;
     json_t *root = json_loadb(bytes, len, 0, &jerr);
+    char why[4 * sizeof jerr.text + 4];
     if (!root)
         return tsr_json_out_of_memory(&jerr)
                    ? tsr_fail_oom(err, err_len, "%s: out of memory", file)
-                   : tsr_fail(err, err_len, "%s: line %d: %s", file, jerr.line, jerr.text);
+                   : tsr_fail(err, err_len, "%s: line %d: %s", file, jerr.line,
+                              tsr_quote(why, sizeof why, jerr.text, 0));
     int rc = 0;
     if (!json_is_array(root))
         rc = tsr_fail(err, err_len, "%s: expected a JSON list of tokens, got %s", file,
