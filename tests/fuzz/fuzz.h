@@ -31,4 +31,9 @@ void fuzz_check_message(const char *err, size_t skip);
 struct tessera_model;
 const struct tessera_model *fuzz_text_model(const char *dir);
 
+/* Translates (greedy, and beam 2 with alignments), scores and encodes a
+ * 2-token sentence on m, on a runtime of one thread made once, ignoring
+ * refusals: what a model that loads must survive. */
+void fuzz_use_model(const struct tessera_model *m);
+
 #endif

@@ -84,3 +84,50 @@ const tessera_model *fuzz_text_model(const char *model_dir)
     }
     return tessera_model_has_tokenizer(model, TESSERA_SOURCE) ? model : NULL;
 }
+
+/* One thread: a fuzzer runs many processes side by side. */
+static tessera_runtime *runtime(void)
+{
+    static tessera_runtime *rt;
+    if (!rt) {
+        tessera_runtime_options o;
+        tessera_runtime_options_init(&o);
+        o.threads = 1;
+        char err[512];
+        if (tessera_runtime_create(&o, &rt, err, sizeof err) != 0)
+            abort();
+    }
+    return rt;
+}
+
+void fuzz_use_model(const tessera_model *m)
+{
+    const tessera_config *cfg = tessera_model_config(m);
+    tessera_runtime *rt = runtime();
+    char err[512];
+    int32_t ids[2] = {0, cfg->src_vocab_size > 1 ? 1 : 0}, tgt_ids[1] = {0};
+    tessera_tokens src = {ids, 2}, tgt = {tgt_ids, 1};
+    if (cfg->n_decoder_layers > 0) {
+        for (int beam = 1; beam <= 2; beam++) {
+            tessera_translate_options o;
+            tessera_translate_options_init(&o);
+            o.beam = beam;
+            o.max_len = 3;
+            o.return_alignments = 1;
+            o.n_best = beam;
+            tessera_hypothesis *h;
+            if (tessera_translate_with(rt, m, &src, 1, &o, &h, err, sizeof err) == 0)
+                tessera_hypotheses_free(h, (size_t)beam);
+        }
+        tessera_score_options so;
+        tessera_score_options_init(&so);
+        float **scores;
+        if (tessera_score_with(rt, m, &src, &tgt, 1, &so, &scores, err, sizeof err) == 0)
+            tessera_scores_free(scores, 1);
+    }
+    tessera_encode_options eo;
+    tessera_encode_options_init(&eo);
+    float **vectors;
+    if (tessera_encode_with(rt, m, &src, 1, &eo, &vectors, err, sizeof err) == 0)
+        tessera_encodings_free(vectors, 1);
+}
