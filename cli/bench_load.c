@@ -82,7 +82,10 @@ int cli_bench_load(const char *dir, const char *label, const tessera_load_option
                    int threads, int repeat)
 {
     char path[4096], err[4608];
+    /* The weights file: tessera's, or a CTranslate2 directory's model.bin. */
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (access(path, F_OK) != 0)
+        snprintf(path, sizeof path, "%s/model.bin", dir);
     double load_best = -1, read_best = -1;
     size_t bytes = 0;
     tessera_compute_type type = TESSERA_COMPUTE_F32;

@@ -142,8 +142,15 @@ static void print_text(const cli_model *cm)
 {
     const tessera_config *cfg = cm->cfg;
     if (!cfg->source_tokenizer[0] && !cfg->target_tokenizer[0]) {
-        printf("model text: no tokenizers (ids, or pieces through vocab.src.txt / "
-               "vocab.tgt.txt)\n");
+        /* A CTranslate2 directory's vocabularies are the model's own. */
+        if (tessera_model_vocabulary(cm->model, TESSERA_SOURCE))
+            printf("model text: no tokenizers (ids, or --pieces through the model's "
+                   "vocabularies: %zu source, %zu target tokens)\n",
+                   tessera_vocabulary_size(tessera_model_vocabulary(cm->model, TESSERA_SOURCE)),
+                   tessera_vocabulary_size(tessera_model_vocabulary(cm->model, TESSERA_TARGET)));
+        else
+            printf("model text: no tokenizers (ids, or pieces through vocab.src.txt / "
+                   "vocab.tgt.txt)\n");
         return;
     }
     printf("model text: SentencePiece tokenizers, source %s, target %s; %s\n",

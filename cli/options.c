@@ -213,9 +213,12 @@ static int sides(const cli_model *cm) { return cm->cfg->n_decoder_layers > 0 ? 2
 /* The vocabulary files of a model directory, source and target. */
 static const char *const vocab_files[2] = {"vocab.src.txt", "vocab.tgt.txt"};
 
-/* Whether dir has both vocabulary files (a target one unless an encoder alone). */
+/* Whether the model has its vocabularies (a CTranslate2 directory's), or dir
+ * both vocabulary files (a target one unless an encoder alone). */
 static int has_vocabularies(const cli_model *cm)
 {
+    if (tessera_model_vocabulary(cm->model, TESSERA_SOURCE))
+        return 1;
     for (int s = 0; s < sides(cm); s++) {
         char path[sizeof cm->dir + 32];
         snprintf(path, sizeof path, "%s/%s", cm->dir, vocab_files[s]);
