@@ -8,12 +8,18 @@
 #
 # The model is not part of tessera (CTranslate2's, MIT): it is looked for in
 # $TESSERA_TEST_CT2_MODELS, else beside the source tree in
-# ../shared/models/ctranslate2-tests. Without it this test says SKIP, naming
-# where it looked.
+# ../shared/models/ctranslate2-tests, else beside the tree a clone of it came
+# from (CI tests a fresh clone of the working tree, wherever it puts it).
+# Without it this test says SKIP, naming where it looked.
 set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
 build=${TESSERA_TEST_BUILDDIR:-.}
-models=${TESSERA_TEST_CT2_MODELS:-$srcdir/../shared/models/ctranslate2-tests}
+beside=shared/models/ctranslate2-tests
+models=${TESSERA_TEST_CT2_MODELS:-$srcdir/../$beside}
+origin=$(git -C "$srcdir" remote get-url origin 2>/dev/null || true)
+if [ -z "${TESSERA_TEST_CT2_MODELS:-}" ] && [ ! -d "$models" ] && [ -d "$origin" ]; then
+    models=$origin/../$beside
+fi
 if [ ! -f "$models/v2/aren-transliteration/model.bin" ]; then
     echo "SKIP: CTranslate2's test models are not in $models (set TESSERA_TEST_CT2_MODELS)"
     exit 77
