@@ -612,7 +612,9 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     const float *w = st->values;
     int staged_i8 = 0;
     int rc = 1;
-    if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
+    /* A tied table kept as floats too is fetched as floats (then quantized
+     * here): the source's int8 rows could not fill it. */
+    if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8 && !job->copy_to) {
         rc = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales, job->err,
                            sizeof job->err);
         staged_i8 = rc == 0;
@@ -623,7 +625,7 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     job->rc = rc;
     if (rc != 0)
         return;
-    if (job->copy_to) /* staged as floats: the checking pass refused an I8 table */
+    if (job->copy_to) /* staged as floats, above */
         memcpy(job->copy_to, st->values, n * k * sizeof *job->copy_to);
     for (int i = 0; i < job->n_parts; i++) {
         tsr_packed_linear *lin = job->parts[i];
