@@ -48,7 +48,9 @@ static int look_in(const char *dir, size_t dir_len, const char *name, char *out,
 
 int cli_model_path_resolve(const char *arg, char *out, size_t out_len, char *err, size_t err_len)
 {
-    if (is_dir(arg) || strchr(arg, '/')) {
+    struct stat st;
+    /* A directory, a path, or a file here (an .argosmodel package). */
+    if (is_dir(arg) || strchr(arg, '/') || (stat(arg, &st) == 0 && S_ISREG(st.st_mode))) {
         if (strlen(arg) >= out_len) {
             snprintf(err, err_len, "model '%s': path too long", arg);
             return -1;

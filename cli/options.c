@@ -353,6 +353,10 @@ void cli_usage_model(FILE *f, const char *flag, const char *what)
     fprintf(f,
             "  %-22s  %s\n"
             "                          a model directory (config.json, model.safetensors),\n"
+            "                          a CTranslate2 model directory (model.bin), an Argos\n"
+            "                          Translate package (FILE.argosmodel or its folder;\n"
+            "                          one line in, one line out: the package's sentence\n"
+            "                          splitter is not run),\n"
             "                          or the NAME of an installed model: the first\n"
             "                          directory NAME in the directories of\n"
             "                          TESSERA_MODELS_PATH (colon-separated), then in\n"

@@ -7,6 +7,7 @@
 
 #include "base/errors.h"
 #include "core/model/compute_type.h"
+#include "core/model/argos/package.h"
 #include "core/model/config.h"
 #include "core/model/ctranslate2/load.h"
 #include "core/model/ctranslate2/spec.h"
@@ -230,6 +231,8 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
         return tsr_fail(err, err_len, "model load: %s is NULL",
                         !model ? "the result pointer" : "the model directory");
     *model = NULL;
+    if (tsr_argos_is_package(dir))
+        return tsr_argos_package_load(dir, options, model, err, err_len);
     if (tsr_ct2_is_model_dir(dir))
         return tsr_ct2_model_load(dir, options, model, err, err_len);
     TSR_TRY(tsr_compute_type_resolve(options, &type, err, err_len));
