@@ -46,13 +46,14 @@ class Model:
     """The variables of a TransformerSpec as CTranslate2's writer names them."""
 
     def __init__(self, seed, pre_norm=True, activation=0, dtype="float32", tables=False,
-                 embedding_norm=False, biases=True):
+                 embedding_norm=False, biases=True, vocab_sizes=None):
         self.rng = np.random.RandomState(seed)
         self.vars = {}
         self.aliases = []
         self.dtype = dtype
         self.pre_norm = pre_norm
-        src_v, tgt_v = len(SRC) + 1, len(TGT) + 1  # <unk> appended
+        # SRC and TGT with the <unk> CTranslate2 appends, unless given
+        src_v, tgt_v = vocab_sizes or (len(SRC) + 1, len(TGT) + 1)
         for scope, vocab, emb in (("encoder", src_v, "encoder/embeddings_0"),
                                   ("decoder", tgt_v, "decoder/embeddings")):
             self.matrix(emb + "/weight", vocab, D, 0.5)
