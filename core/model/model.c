@@ -612,21 +612,32 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     const float *w = st->values;
     int staged_i8 = 0;
     int rc = 1;
-    /* A tied table kept as floats too is fetched as floats (then quantized
-     * here): the source's int8 rows could not fill it. */
-    if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8 && !job->copy_to) {
-        rc = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales, job->err,
-                           sizeof job->err);
-        staged_i8 = rc == 0;
-    }
-    if (rc == 1)
-        rc = src->fetch(src->ctx, job->name, job->shape, 2, 0, 0, st->values, st->scratch,
+    if (job->copy_to) {
+        /* A tied table kept as floats too: its floats straight into the
+         * table, the panels from the source's int8 rows when it has them
+         * (a CTranslate2 int8 file), else from those floats. */
+        rc = src->fetch(src->ctx, job->name, job->shape, 2, 0, 0, job->copy_to, st->scratch,
                         job->err, sizeof job->err);
+        w = job->copy_to;
+        if (rc == 0 && m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
+            int i8 = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales,
+                                   job->err, sizeof job->err);
+            rc = i8 < 0 ? i8 : 0;
+            staged_i8 = i8 == 0;
+        }
+    } else {
+        if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
+            rc = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales,
+                               job->err, sizeof job->err);
+            staged_i8 = rc == 0;
+        }
+        if (rc == 1)
+            rc = src->fetch(src->ctx, job->name, job->shape, 2, 0, 0, st->values, st->scratch,
+                            job->err, sizeof job->err);
+    }
     job->rc = rc;
     if (rc != 0)
         return;
-    if (job->copy_to) /* staged as floats, above */
-        memcpy(job->copy_to, st->values, n * k * sizeof *job->copy_to);
     for (int i = 0; i < job->n_parts; i++) {
         tsr_packed_linear *lin = job->parts[i];
         size_t row0 = job->part_row0[i];
