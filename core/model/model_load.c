@@ -129,36 +129,6 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
     return read_scales(&fs->st, t, rows, scales, err, err_len);
 }
 
-/* A NaN or an infinity in the weights makes every translation garbage without
- * a word: it is an error at load, naming the tensor and the first bad value
- * (counted in the tensor's row-major order). */
-int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,
-                             size_t err_len)
-{
-    /* A block at a time, branch-free so that it vectorizes: adding one to
-     * the exponent field carries into the sign bit exactly when the field is
-     * all ones (an infinity or a NaN). Only a bad block is searched. */
-    enum { BLOCK = 4096 };
-    for (size_t start = 0; start < n; start += BLOCK) {
-        size_t end = n - start < BLOCK ? n : start + BLOCK;
-        uint32_t carried = 0;
-#pragma omp simd reduction(| : carried)
-        for (size_t i = start; i < end; i++) {
-            uint32_t bits;
-            memcpy(&bits, &x[i], sizeof bits);
-            carried |= (bits & 0x7f800000u) + 0x00800000u;
-        }
-        if (!(carried & 0x80000000u))
-            continue;
-        for (size_t i = start; i < end; i++)
-            if (!isfinite(x[i]))
-                return tsr_fail(err, err_len,
-                                "tensor '%s': value %zu is %s; weights must be finite", name, i,
-                                isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf");
-    }
-    return 0;
-}
-
 /* F32 values are read straight into dst; F16, BF16 and I8 ones pass
  * through scratch and are widened into dst. */
 static int fetch_from_file(void *ctx, const char *name, const size_t *shape, size_t ndim,
