@@ -146,7 +146,7 @@ typedef void (*tsr_gemm_ukernel_i8_fn)(size_t k4, const uint8_t *a, const int8_t
 
 typedef struct tsr_gemm_i8_kernel {
     const char *name; /* e.g. "avx512-vnni 12x32", for info and test messages */
-    size_t mr, nr;    /* nr divides the set's linear_n_align */
+    size_t mr, nr;    /* nr divides the set's linear_n_align; <= TSR_GEMM_I8_NR_MAX */
     int a_offset;     /* 128 (x held as unsigned xq + 128) or 0 (signed xq) */
     tsr_gemm_ukernel_i8_fn ukernel;
     /* A loop of the kernel's multiply-add instructions alone, compiled with
@@ -184,6 +184,10 @@ typedef void (*tsr_gemm_i8_epilogue_fn)(const int32_t *acc, size_t ldacc, size_t
 
 /* The int8 kernels a set was built with and this CPU runs, best first. */
 #define TSR_GEMM_I8_VARIANTS_MAX 4
+
+/* The widest int8 panel a kernel may have (the packing holds a panel's rows
+ * of a piece of k on the stack). */
+#define TSR_GEMM_I8_NR_MAX 64
 
 typedef struct tsr_gemm_config {
     size_t mr, nr;          /* microkernel tile */
@@ -252,6 +256,10 @@ void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, s
                              size_t k, void *panels);
 void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *q,
                                 const float *scales, size_t n, size_t k, void *panels);
+/* Row j < n of packed int8 weights as floats: out[p] = (float)q[j][p] *
+ * scale[j], p < k. */
+void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,
+                     size_t j, float *out);
 void tsr_gemm_i8_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 
 /* The FFN entry of every set (simd/kernels.h): its two linear layers
