@@ -199,10 +199,12 @@ typedef struct tsr_kernels {
      * out may be the table row itself (count 1, in place). */
     void (*embed)(const int32_t *ids, size_t count, const float *table, size_t d, float scale,
                   const float *pos, float *out, size_t ldo);
-    /* embed, the table being the rows of a linear layer's f32 weights as
-     * packed (a tied output projection read as the target embedding: one
-     * copy in memory); the same bits as embed on the unpacked [n][k]
-     * weights, d = w->k. */
+    /* embed, the table being the rows of a linear layer's weights as packed
+     * (a tied output projection read as the target embedding: one copy in
+     * memory), d = w->k: for f32 weights the same bits as embed on the
+     * unpacked [n][k] weights; for int8 ones, as embed on the table
+     * (float)q[r][p] * scale[r] (one rounding: the weights an int8 file
+     * gave, held once). Not for bf16 weights. */
     void (*embed_packed)(const struct tsr_kernels *ks, const tsr_packed_linear *w,
                          const int32_t *ids, size_t count, float scale, const float *pos,
                          float *out, size_t ldo);

@@ -1449,11 +1449,26 @@ ParameterizedTest(set_param *p, kernels, embed)
 }
 
 /* A tied output projection's rows read as the embedding (embed_packed):
- * bit for bit what embed gives on the unpacked table, which the test above
- * holds to the reference. */
+ * bit for bit what embed gives on the unpacked table (f32) or on q x scale
+ * (int8), which the test above holds to the reference. */
 ParameterizedTestParameters(kernels, embed_packed)
 {
     return each_set();
+}
+
+/* embed_packed's rows (got) bit for bit embed's (want), nothing written
+ * outside them. */
+static void expect_embedded_as(const buffer *got, const buffer *want, const embed_shape *s,
+                               const char *set, const char *what)
+{
+    for (size_t i = 0; i < s->count; i++)
+        for (size_t c = 0; c < s->d; c++)
+            cr_assert(bits_of(got->p[i * got->ld + c]) == bits_of(want->p[i * want->ld + c]),
+                      "[%s] embed_packed %s count=%zu d=%zu vocab=%zu: row %zu column %zu is "
+                      "%.9g, embed gives %.9g",
+                      set, what, s->count, s->d, s->vocab, i, c, (double)got->p[i * got->ld + c],
+                      (double)want->p[i * want->ld + c]);
+    expect_untouched_outside(got, 0, s->d, set, "embed_packed", what);
 }
 
 ParameterizedTest(set_param *p, kernels, embed_packed)
@@ -1485,14 +1500,31 @@ ParameterizedTest(set_param *p, kernels, embed_packed)
         const float *pos_rows = s->with_pos ? pos.p : NULL;
         ks->embed(ids, s->count, table.p, s->d, s->scale, pos_rows, want.p, want.ld);
         ks->embed_packed(ks, &w, ids, s->count, s->scale, pos_rows, got.p, got.ld);
-        for (size_t i = 0; i < s->count; i++)
-            for (size_t c = 0; c < s->d; c++)
-                cr_assert(bits_of(got.p[i * got.ld + c]) == bits_of(want.p[i * want.ld + c]),
-                          "[%s] embed_packed count=%zu d=%zu vocab=%zu: row %zu column %zu is "
-                          "%.9g, embed gives %.9g",
-                          set, s->count, s->d, s->vocab, i, c, (double)got.p[i * got.ld + c],
-                          (double)want.p[i * want.ld + c]);
-        expect_untouched_outside(&got, 0, s->d, set, "embed_packed", "");
+        expect_embedded_as(&got, &want, s, set, "f32");
+
+        /* int8 rows (an int8 file's tied table held once): as embed on the
+         * table q x scale, computed here, one rounding each. */
+        int8_t *q = malloc(s->vocab * s->d);
+        float *scales = malloc(s->vocab * sizeof *scales);
+        void *i8_panels = aligned_alloc(
+            64, (ks->pack_bytes(ks, TSR_WEIGHTS_INT8, s->vocab, s->d) + 63) / 64 * 64);
+        cr_assert(q && scales && i8_panels, "out of memory");
+        for (size_t r = 0; r < s->vocab; r++) {
+            scales[r] = (float)(1 + ref_rng_u32(&rng) % 1000) / 65536.0f;
+            for (size_t c = 0; c < s->d; c++) {
+                q[r * s->d + c] = (int8_t)((int)(ref_rng_u32(&rng) % 255) - 127);
+                table.p[r * s->d + c] = (float)q[r * s->d + c] * scales[r];
+            }
+        }
+        ks->pack_linear_i8(ks, q, scales, s->vocab, s->d, i8_panels);
+        tsr_packed_linear w8 = {.n = s->vocab, .k = s->d, .panels = i8_panels,
+                                .type = TSR_WEIGHTS_INT8};
+        ks->embed(ids, s->count, table.p, s->d, s->scale, pos_rows, want.p, want.ld);
+        ks->embed_packed(ks, &w8, ids, s->count, s->scale, pos_rows, got.p, got.ld);
+        expect_embedded_as(&got, &want, s, set, "int8 (embed on q x scale)");
+        free(q);
+        free(scales);
+        free(i8_panels);
         free(ids);
         free(panels);
         buffer_free(&table);

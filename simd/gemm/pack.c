@@ -72,7 +72,9 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
 
 /* Row r of an f32 weight lives in column r % nr of panel r / nr, one value
  * every nr: gathered into the output row, which embed then scales and adds
- * the position to in place. */
+ * the position to in place. int8 weights (a tied table held once, as an
+ * int8 file gave it) are read back as q x scale, by the layout that packed
+ * them. */
 void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
                            size_t count, float scale, const float *pos, float *out, size_t ldo)
 {
@@ -80,10 +82,16 @@ void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, co
     static const int32_t first = 0;
     for (size_t i = 0; i < count; i++) {
         size_t r = (size_t)ids[i];
-        const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
         float *o = out + i * ldo;
-        for (size_t p = 0; p < k; p++)
-            o[p] = panel[p * nr];
+        if (w->type == TSR_WEIGHTS_INT8 && ks->gemm->i8) {
+            tsr_gemm_i8_row(ks->gemm->i8, w->panels, w->n, k, r, o);
+        } else if (w->type == TSR_WEIGHTS_INT8) {
+            tsr_i8_row__scalar(w->panels, w->n, k, r, o);
+        } else {
+            const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
+            for (size_t p = 0; p < k; p++)
+                o[p] = panel[p * nr];
+        }
         ks->embed(&first, 1, o, k, scale, pos ? pos + i * k : NULL, o, ldo);
     }
 }

@@ -49,12 +49,22 @@ void tsr_pack_linear__scalar(const tsr_kernels *ks, tsr_weight_type type, const 
     }
 }
 
-/* The layout is W itself: the rows are the table. */
+/* The layout is W itself: the rows are the table. int8 rows are read back
+ * as q x scale first, a row at a time, in place. */
 void tsr_embed_packed__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
                               const int32_t *ids, size_t count, float scale, const float *pos,
                               float *out, size_t ldo)
 {
-    ks->embed(ids, count, w->panels, w->k, scale, pos, out, ldo);
+    if (w->type != TSR_WEIGHTS_INT8) {
+        ks->embed(ids, count, w->panels, w->k, scale, pos, out, ldo);
+        return;
+    }
+    static const int32_t first = 0;
+    for (size_t i = 0; i < count; i++) {
+        float *o = out + i * ldo;
+        tsr_i8_row__scalar(w->panels, w->n, w->k, (size_t)ids[i], o);
+        ks->embed(&first, 1, o, w->k, scale, pos ? pos + i * w->k : NULL, o, ldo);
+    }
 }
 
 /* A tile: every row of a row block, TILE_COLS columns (weights_at reads

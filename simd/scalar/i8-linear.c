@@ -54,6 +54,14 @@ void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t 
     memcpy((char *)panels + scales_bytes(n), q, n * k);
 }
 
+void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out)
+{
+    const float scale = ((const float *)panels)[j];
+    const int8_t *q = (const int8_t *)((const char *)panels + scales_bytes(n)) + j * k;
+    for (size_t p = 0; p < k; p++)
+        out[p] = (float)q[p] * scale;
+}
+
 static void table_pack_quantized(const tsr_kernels *ks, const int8_t *q, const float *scales,
                                  size_t n, size_t k, void *panels)
 {

@@ -37,6 +37,9 @@ void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels
  * > 0), taken as they are. */
 void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t n, size_t k,
                                    void *panels);
+/* Row j < n of those packed weights as floats: out[p] = (float)q[j][p] *
+ * scale[j], p < k. */
+void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out);
 /* Sets t->pack_linear_i8 to the portable layer's (the scalar table's). */
 void tsr_i8_bind__scalar(tsr_kernels *t);
 void tsr_i8_linear__scalar(const tsr_linear_args *a);
