@@ -25,6 +25,7 @@
 #define TSR_SIMD_INT8_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* v rounded to nearest even and held within [-127, 127] (NaN gives -127:
@@ -43,6 +44,25 @@ static inline float tsr_i8_weight_scale(float amax)
 static inline float tsr_i8_activation_inverse(float amax)
 {
     return amax > 0.0f ? 127.0f / amax : 0.0f;
+}
+
+/* Whether any of q[0, n) is -128, which int8 weights may not hold (above):
+ * a file's int8 values are checked before they are taken as they are.
+ * Blocks of a fixed length, which GCC vectorizes at -O2, then the tail. */
+static inline int tsr_i8_holds_min(const int8_t *q, size_t n)
+{
+    enum { BLOCK = 64 };
+    int found = 0;
+    size_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        int block = 0;
+        for (size_t j = 0; j < BLOCK; j++)
+            block |= q[i + j] == INT8_MIN;
+        found |= block;
+    }
+    for (; i < n; i++)
+        found |= q[i] == INT8_MIN;
+    return found;
 }
 
 #endif

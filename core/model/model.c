@@ -53,6 +53,7 @@ typedef struct builder {
     size_t n_jobs;        /* checking: counted; layout: queued */
     load_job *jobs;       /* layout: [n_jobs of the checking pass] */
     float *tied_table;    /* layout: the float target embedding the tied generator's job fills */
+    int tied_as_i8;       /* int8, tied: the source's int8 rows are the table (decided checking) */
     char *err;
     size_t err_len;
 } builder;
@@ -381,14 +382,23 @@ static int fetch_embeddings(builder *b)
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     /* share_embeddings: the source reads the target's table. A tied output
      * projection in f32 is the table itself, held once: the target rows are
-     * read from the generator's panels (in bf16 or int8 the panels hold
-     * other values, so the float table stays beside them). */
+     * read from the generator's panels. So is one in int8 whose source holds
+     * the table as int8 rows (a CTranslate2 int8 file): the panels hold the
+     * file's values. Otherwise (bf16, or int8 quantized here) the panels
+     * hold other values, so the float table stays beside them. */
+    int tied = m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection;
+    if (b->checking && tied && m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
+        int rc = b->src->fetch_i8(b->src->ctx, "tgt_tok_emb.embedding.weight", tgt_shape[0], d,
+                                  NULL, NULL, b->err, b->err_len);
+        if (rc < 0)
+            return rc;
+        b->tied_as_i8 = rc == 0;
+    }
     if (!m->cfg.share_embeddings)
         TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
     if (m->cfg.n_decoder_layers > 0 && !m->cfg.tie_output_projection)
         TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, 0, &m->tgt_emb));
-    if (m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection &&
-        m->weight_type != TSR_WEIGHTS_F32)
+    if (tied && m->weight_type != TSR_WEIGHTS_F32 && !b->tied_as_i8)
         TSR_TRY(tied_table(b, tgt_shape));
     /* Position p reads row p + position_offset (fairseq counts from past
      * its padding index). The decoder has a table of its own when the file
@@ -814,7 +824,8 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
     m->plain = m->plain_floats < SIZE_MAX / sizeof(float)
                    ? tsr_alloc_pages(m->plain_floats * sizeof(float))
                    : NULL;
-    builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
+    builder b = {.m = m, .src = src, .err = err, .err_len = err_len,
+                 .tied_as_i8 = check.tied_as_i8};
     b.jobs = tsr_calloc(check.n_jobs ? check.n_jobs : 1, sizeof *b.jobs);
     /* The layout pass reads nothing: it fails only for want of memory. */
     rc = b.jobs && m->arena && m->plain ? build_all(&b) : out_of_memory(&b, "packed weights");

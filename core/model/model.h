@@ -54,8 +54,9 @@ struct tessera_model {
     /* Read through tsr_embed_tokens (core/network/embedding.h), which knows where
      * each side's rows are: */
     float *src_emb;   /* [src_vocab][d]; NULL when shared with the target's */
-    float *tgt_emb;   /* [tgt_vocab][d]; NULL when it is the generator's f32
-                         panels (a tied output projection held once) */
+    float *tgt_emb;   /* [tgt_vocab][d]; NULL when it is the generator's
+                         panels (a tied output projection held once: f32,
+                         or int8 as an int8 file gave it) */
     float *positions; /* [max_positions][d]: the file's table or the sinusoid,
                          from row position_offset */
     float *dec_positions; /* the decoder's: its own table, or positions */
@@ -120,7 +121,8 @@ typedef struct tsr_weight_source {
      * -127..127 and a scale per row), for compute type int8, or NULL when
      * the source has none: returns 1 when the tensor is not held so (the
      * caller then fetches floats), 0 when q and scales were filled, a
-     * negative tessera_status on error. */
+     * negative tessera_status on error. With q NULL it only answers (0: it
+     * would fill them), reading nothing into the caller's memory. */
     int (*fetch_i8)(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
                     float *scales, char *err, size_t err_len);
     void *ctx;

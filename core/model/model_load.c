@@ -14,6 +14,7 @@
 #include "core/model/model.h"
 #include "core/model/safetensors.h"
 #include "simd/dispatch.h"
+#include "simd/int8.h"
 #include "text/tokenizer.h"
 #include "threads/threads.h"
 
@@ -110,7 +111,8 @@ static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_
  * or holds a -128 (outside the symmetric range the int8 kernels take): the
  * caller then fetches it as floats, which names what is wrong with it or,
  * for a -128, dequantizes it to be quantized again. Returns 0 when read, a
- * negative status on a bad scale tensor or a failed read. */
+ * negative status on a bad scale tensor or a failed read. With q NULL it
+ * only answers. */
 static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
                               float *scales, char *err, size_t err_len)
 {
@@ -120,11 +122,18 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
     if (!t || t->dtype != TSR_DTYPE_I8 || !shape_matches(t, shape, 2, 0) ||
         !is_linear_weight(name, 2))
         return 1;
+    if (!q) { /* only the answer: the values read a piece at a time */
+        int8_t piece[65536];
+        for (size_t done = 0; done < rows * cols; done += sizeof piece) {
+            size_t n = rows * cols - done < sizeof piece ? rows * cols - done : sizeof piece;
+            TSR_TRY(tsr_safetensors_read(&fs->st, t, done, n, piece, err, err_len));
+            if (tsr_i8_holds_min(piece, n))
+                return 1;
+        }
+        return 0;
+    }
     TSR_TRY(tsr_safetensors_read(&fs->st, t, 0, rows * cols, q, err, err_len));
-    int outside = 0; /* branch-free, so that it vectorizes */
-    for (size_t i = 0; i < rows * cols; i++)
-        outside |= q[i] == INT8_MIN;
-    if (outside)
+    if (tsr_i8_holds_min(q, rows * cols))
         return 1;
     return read_scales(&fs->st, t, rows, scales, err, err_len);
 }

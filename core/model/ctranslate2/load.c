@@ -16,6 +16,7 @@
 #include "core/model/ctranslate2/spec.h"
 #include "core/model/model.h"
 #include "simd/dispatch.h"
+#include "simd/int8.h"
 #include "text/tokenizer.h"
 #include "threads/threads.h"
 
@@ -288,9 +289,25 @@ static int fetch(void *ctx, const char *name, const size_t *shape, size_t ndim, 
                                     count, err, err_len);
 }
 
+/* Whether an int8 variable holds -128 among its first `count` values, read
+ * a piece at a time. */
+static int holds_int8_min(const ct2_source *s, const tsr_ct2_variable *v, size_t count,
+                          int *found, char *err, size_t err_len)
+{
+    int8_t piece[65536];
+    *found = 0;
+    for (size_t done = 0; done < count && !*found; done += sizeof piece) {
+        size_t n = count - done < sizeof piece ? count - done : sizeof piece;
+        TSR_TRY(tsr_ct2_read(&s->m->file, v, done, n, piece, err, err_len));
+        *found = tsr_i8_holds_min(piece, n);
+    }
+    return 0;
+}
+
 /* The file's int8 rows and scales as they are (w = q / scale there, q x
  * (1 / scale) here), for compute type int8; 1 when a part is not int8 with
- * a scale per row, or holds -128 (the caller then quantizes floats). */
+ * a scale per row, or holds -128 (the caller then quantizes floats). With q
+ * NULL it only answers, reading the values for a -128. */
 static int fetch_i8(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
                     float *scales, char *err, size_t err_len)
 {
@@ -306,13 +323,16 @@ static int fetch_i8(void *ctx, const char *name, size_t rows, size_t cols, int8_
             return 1;
     for (int i = 0; i < n; i++) {
         const part *p = &parts[i];
+        if (!q) {
+            int found;
+            TSR_TRY(holds_int8_min(s, p->var, p->rows * cols, &found, err, err_len));
+            if (found)
+                return 1;
+            continue;
+        }
         int8_t *rows_q = q + p->row0 * cols;
         TSR_TRY(tsr_ct2_read(&s->m->file, p->var, 0, p->rows * cols, rows_q, err, err_len));
-        /* Branch-free, so that it vectorizes: a table of 16 M values. */
-        int outside = 0;
-        for (size_t k = 0; k < p->rows * cols; k++)
-            outside |= rows_q[k] == INT8_MIN;
-        if (outside)
+        if (tsr_i8_holds_min(rows_q, p->rows * cols))
             return 1;
         TSR_TRY(read_scales(s, p, scales + p->row0, err, err_len));
         for (size_t r = 0; r < p->rows; r++)
