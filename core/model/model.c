@@ -20,6 +20,7 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/sinusoid.h"
 #include "text/tokenizer.h"
 #include "threads/machine.h"
 #include "threads/threads.h"
@@ -40,6 +41,8 @@ typedef struct load_job {
     size_t part_row0[2];
     int n_parts;
     float *copy_to; /* a tied table kept as floats too: the fetched values, copied */
+    int computed;   /* no fetch: columns [col0, col1) of dst's sinusoid (shape: its size) */
+    size_t col0, col1;
     int rc;
     char err[512];
 } load_job;
@@ -304,36 +307,6 @@ static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
     return fetch_norm(b, name, 0, &l->norm3);
 }
 
-/* The sinusoid of config key position_encoding (docs/model-format.md), in
- * double and rounded once: each column is sin or cos of p x its pair's
- * frequency. Interleaved (Vaswani et al.): columns 2i, 2i+1 at
- * 10000^(-2i/d). Halves: columns i and d/2 + i at 10000^(-2i/d)
- * (transformers' MarianMT) or exp(-i ln(10000) / (d/2 - 1)) (Marian C++,
- * tensor2tensor). */
-static void sinusoid(float *pe, size_t max_positions, size_t d, tessera_position_encoding form)
-{
-    size_t half = d / 2;
-    /* Column by column: one pow per column, not per value. */
-    for (size_t j = 0; j < d; j++) {
-        double frequency;
-        int is_cos;
-        if (form == TESSERA_POSITIONS_SINUSOID) {
-            frequency = 1.0 / pow(10000.0, (double)(j & ~(size_t)1) / (double)d);
-            is_cos = (int)(j & 1);
-        } else {
-            size_t i = j < half ? j : j - half;
-            frequency = form == TESSERA_POSITIONS_SINUSOID_HALVES
-                            ? 1.0 / pow(10000.0, (double)(2 * i) / (double)d)
-                            : exp(-(double)i * log(10000.0) / ((double)half - 1.0));
-            is_cos = j >= half;
-        }
-        for (size_t p = 0; p < max_positions; p++) {
-            double angle = (double)p * frequency;
-            pe[p * d + j] = (float)(is_cos ? cos(angle) : sin(angle));
-        }
-    }
-}
-
 /* The float target embedding beside a tied generator packed as bf16 or
  * int8: checked as a plain tensor (so an I8 table is refused by name), but
  * filled by the generator's job from the one fetch of the tensor (a source
@@ -353,6 +326,9 @@ static int tied_table(builder *b, const size_t *shape)
     return 0;
 }
 
+/* Columns of a computed position table one job computes. */
+#define SINUSOID_COLUMNS 64
+
 /* A position table of `rows` rows: the file's, or when it holds none the
  * sinusoid of position_encoding, or with `or_none` NULL (the decoder then
  * reads the encoder's). *out is NULL in the checking pass. */
@@ -363,14 +339,24 @@ static int position_table(builder *b, const char *name, size_t rows, int or_none
     int rc = fetch_plain(b, name, shape, 3, 1, 1, out);
     if (rc != 1 || or_none)
         return rc < 0 ? rc : 0;
-    if (b->checking) { /* the computed table's room */
+    size_t pieces = (m->d + SINUSOID_COLUMNS - 1) / SINUSOID_COLUMNS;
+    if (b->checking) { /* the computed table's room, and its jobs */
         b->plain_floats = sat_add(b->plain_floats, whole_line_floats(rows * m->d));
+        b->n_jobs += pieces;
         return 0;
     }
     *out = model_alloc(m, rows * m->d);
     if (!*out)
         return out_of_memory(b, name);
-    sinusoid(*out, rows, m->d, m->cfg.position_encoding);
+    /* Computed on the load's threads with the fetches, a piece of columns
+     * a job (a sine costs as much as packing a few thousand bytes). */
+    size_t size[2] = {rows, m->d};
+    for (size_t i = 0; i < pieces; i++) {
+        load_job *job = queue_job(b, name, size, 2, 0, *out);
+        job->computed = 1;
+        job->col0 = i * SINUSOID_COLUMNS;
+        job->col1 = job->col0 + SINUSOID_COLUMNS < m->d ? job->col0 + SINUSOID_COLUMNS : m->d;
+    }
     return 0;
 }
 
@@ -613,6 +599,12 @@ typedef struct staging {
 static void run_job(const tessera_model *m, const tsr_weight_source *src, const staging *st,
                     load_job *job)
 {
+    if (job->computed) {
+        tsr_sinusoid_columns(job->dst, job->shape[0], job->shape[1], m->cfg.position_encoding,
+                             job->col0, job->col1);
+        job->rc = 0;
+        return;
+    }
     if (job->dst) {
         job->rc = src->fetch(src->ctx, job->name, job->shape, job->ndim, 0, job->rows_at_least,
                              job->dst, st->scratch, job->err, sizeof job->err);
@@ -683,8 +675,12 @@ static void run_team(void *arg)
     }
 }
 
+/* A job's cost, in values fetched: a computed value (a sine) costs about
+ * as much as fetching and packing a cache line of them. */
 static size_t job_size(const load_job *job)
 {
+    if (job->computed)
+        return sat_mul(job->shape[0] * (job->col1 - job->col0), 64);
     size_t count = 1;
     for (size_t i = 0; i < job->ndim; i++)
         count *= job->shape[i];
