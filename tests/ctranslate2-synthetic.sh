@@ -3,7 +3,8 @@
 # (tests/ctranslate2/synthetic.py, written with tools/ctranslate2_files.py
 # from CTranslate2's documented layout) cover what CTranslate2's own test
 # model does not (binary versions 3, 5, 6; float16, bfloat16, int8
-# embeddings; aliases for shared and tied tables; JSON vocabularies;
+# embeddings; aliases for shared and tied tables, in int8 held once as the
+# output layer's rows, or with a -128 quantized again; JSON vocabularies;
 # post-norm; GELU, GELU tanh, GELU sigmoid, SiLU; learned positions;
 # embedding norms; a zero start; root and string attributes; missing biases;
 # an encoder alone):

@@ -17,7 +17,7 @@ weights, and what tessera must make of it:
 The cases cover what the real test model (float32 / int16 / int8, binary
 versions 1 and 2, pre-norm, ReLU, computed positions) does not: binary
 versions 3, 5 and 6, float16, bfloat16, int8 embeddings, aliases (shared and
-tied tables), JSON vocabularies, post-norm, the GELU forms and SiLU, learned
+tied tables, in bfloat16 and int8, one with a -128), JSON vocabularies, post-norm, the GELU forms and SiLU, learned
 position tables, embedding norms, a zero start, attributes at the root,
 string attributes, missing biases, an encoder alone, and every refusal.
 """
@@ -202,6 +202,25 @@ def refused(work, name, words, **case):
     return directory
 
 
+# The shared vocabulary serves both sides: targets are its pieces.
+SHARED_TARGETS = ["a b c", "d e", "j", "", "a a i j", "c"]
+
+
+def share_and_tie(m):
+    """One table (the shared vocabulary's) for both sides and the output
+    layer, by aliases, as CTranslate2's writer stores equal variables."""
+    shared = len(SRC) + 1
+    m.matrix("decoder/embeddings/weight", shared, D, 0.5)
+    m.vars["decoder/embeddings/weight"] *= 4  # the output layer too: sharp
+    m.vars["decoder/projection/bias"] = m.rng.uniform(-0.1, 0.1, shared).astype(np.float32)
+    m.vars["decoder/projection/bias"][2] -= 2
+    m.vars.pop("encoder/embeddings_0/weight")
+    m.vars.pop("decoder/projection/weight")
+    m.aliases = [("decoder/projection/weight", "decoder/embeddings/weight"),
+                 ("encoder/embeddings_0/weight", "decoder/embeddings/weight")]
+    return m
+
+
 def accepted(work):
     # Binary 6: float16, post-norm, GELU (erf), JSON vocabularies, </s> after
     # every source, an epsilon of its own.
@@ -213,22 +232,27 @@ def accepted(work):
     # output layer (aliases, as CTranslate2's writer stores equal variables),
     # learned positions, embedding norms, SiLU, unscaled embeddings, the
     # decoder started from </s>.
-    m = Model(2, activation=2, dtype="bfloat16", tables=True, embedding_norm=True)
-    shared = len(SRC) + 1
-    m.matrix("decoder/embeddings/weight", shared, D, 0.5)
-    m.vars["decoder/embeddings/weight"] *= 4  # the output layer too: sharp
-    m.vars["decoder/projection/bias"] = m.rng.uniform(-0.1, 0.1, shared).astype(np.float32)
-    m.vars["decoder/projection/bias"][2] -= 2
-    m.vars.pop("encoder/embeddings_0/weight")
-    m.vars.pop("decoder/projection/weight")
-    m.aliases = [("decoder/projection/weight", "decoder/embeddings/weight"),
-                 ("encoder/embeddings_0/weight", "decoder/embeddings/weight")]
+    m = share_and_tie(Model(2, activation=2, dtype="bfloat16", tables=True,
+                            embedding_norm=True))
     m.vars["encoder/scale_embeddings"] = False
     m.vars["decoder/scale_embeddings"] = False
     d = write_case(work, "v6-bf16-shared-tied-tables", m, shared=True,
                    config=v6_config(decoder_start_token="</s>"))
-    # The shared vocabulary serves both sides: targets are its pieces.
-    expectations(d, targets=["a b c", "d e", "j", "", "a a i j", "c"])
+    expectations(d, targets=SHARED_TARGETS)
+    # The same tables in int8, as every Argos package holds them: at compute
+    # type int8 the table is the output layer's int8 rows, held once; with a
+    # -128 in it (which CTranslate2 never writes, and tessera's int8 kernels
+    # do not take) it is quantized again, beside a float table.
+    for name, lowest in (("v6-int8-shared-tied-tables", None),
+                         ("v6-int8-shared-tied-table-128", -128)):
+        m = share_and_tie(Model(8, dtype="int8"))
+        add = None
+        if lowest is not None:
+            table = m.cast()["decoder/embeddings/weight"]
+            table[5, 3] = lowest
+            add = {"decoder/embeddings/weight": table}
+        d = write_case(work, name, m, shared=True, config=v6_config(), add=add)
+        expectations(d, targets=SHARED_TARGETS)
     # Binary 5: int8 weights and embeddings (per-row scales), a zero start,
     # GELU tanh, layers without biases, each attention's queries_scale.
     m = Model(3, activation=1, dtype="int8", biases=False)
