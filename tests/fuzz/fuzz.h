@@ -31,6 +31,15 @@ void fuzz_check_message(const char *err, size_t skip);
 struct tessera_model;
 const struct tessera_model *fuzz_text_model(const char *dir);
 
+/* The model targets' input: a 4-byte little-endian length L, then L bytes
+ * (*head), then the rest (*tail). 0 when the input is too short for that. */
+int fuzz_split_input(const uint8_t *data, size_t size, const uint8_t **head, size_t *head_len,
+                     const uint8_t **tail, size_t *tail_len);
+
+/* Loads the model directory fuzz_temp_dir() and uses it (fuzz_use_model);
+ * a refusal must be one printable line after the directory's path. */
+void fuzz_load_and_use(void);
+
 /* Translates (greedy, and beam 2 with alignments), scores and encodes a
  * 2-token sentence on m, on a runtime of one thread made once, ignoring
  * refusals: what a model that loads must survive. */

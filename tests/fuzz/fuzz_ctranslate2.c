@@ -7,10 +7,8 @@
  * (fuzz_use_model). Every refusal must be one printable line. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/model/ctranslate2/file.h"
-#include "core/tessera.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "ctranslate2";
@@ -40,26 +38,16 @@ static void read_table(const char *path)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 4)
-        return 0;
-    uint32_t config_len = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
-                          (uint32_t)data[3] << 24;
-    if (config_len > size - 4)
+    const uint8_t *config, *model_bin;
+    size_t config_len, model_bin_len;
+    if (!fuzz_split_input(data, size, &config, &config_len, &model_bin, &model_bin_len))
         return 0;
     static const char source[] = "<blank>\n<s>\n</s>\na\nb\nc\n";
     static const char target[] = "<blank>\n<s>\n</s>\nx\ny\n";
     fuzz_write_file("source_vocabulary.txt", source, sizeof source - 1);
     fuzz_write_file("target_vocabulary.txt", target, sizeof target - 1);
-    fuzz_write_file("config.json", data + 4, config_len);
-    read_table(fuzz_write_file("model.bin", data + 4 + config_len, size - 4 - config_len));
-    tessera_model *m;
-    char err[512];
-    if (tessera_model_load(fuzz_temp_dir(), &m, err, sizeof err) != 0) {
-        /* The message starts with the directory's path, the harness's choice. */
-        fuzz_check_message(err, strlen(fuzz_temp_dir()));
-        return 0;
-    }
-    fuzz_use_model(m);
-    tessera_model_free(m);
+    fuzz_write_file("config.json", config, config_len);
+    read_table(fuzz_write_file("model.bin", model_bin, model_bin_len));
+    fuzz_load_and_use();
     return 0;
 }

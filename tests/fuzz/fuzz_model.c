@@ -3,32 +3,19 @@
  * model.safetensors file. A model that loads is used (fuzz_use_model), so
  * that whatever the loader accepts is also safe to run. */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "core/tessera.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "model";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 4)
+    const uint8_t *config, *weights;
+    size_t config_len, weights_len;
+    if (!fuzz_split_input(data, size, &config, &config_len, &weights, &weights_len))
         return 0;
-    uint32_t config_len = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
-                          (uint32_t)data[3] << 24;
-    if (config_len > size - 4)
-        return 0;
-    fuzz_write_file("config.json", data + 4, config_len);
-    fuzz_write_file("model.safetensors", data + 4 + config_len, size - 4 - config_len);
-    tessera_model *m;
-    char err[512];
-    if (tessera_model_load(fuzz_temp_dir(), &m, err, sizeof err) != 0) {
-        /* The message starts with the file's path, the harness's choice. */
-        fuzz_check_message(err, strlen(fuzz_temp_dir()));
-        return 0;
-    }
-    fuzz_use_model(m);
-    tessera_model_free(m);
+    fuzz_write_file("config.json", config, config_len);
+    fuzz_write_file("model.safetensors", weights, weights_len);
+    fuzz_load_and_use();
     return 0;
 }

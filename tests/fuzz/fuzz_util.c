@@ -131,3 +131,32 @@ void fuzz_use_model(const tessera_model *m)
     if (tessera_encode_with(rt, m, &src, 1, &eo, &vectors, err, sizeof err) == 0)
         tessera_encodings_free(vectors, 1);
 }
+
+int fuzz_split_input(const uint8_t *data, size_t size, const uint8_t **head, size_t *head_len,
+                     const uint8_t **tail, size_t *tail_len)
+{
+    if (size < 4)
+        return 0;
+    uint32_t len = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 |
+                   (uint32_t)data[3] << 24;
+    if (len > size - 4)
+        return 0;
+    *head = data + 4;
+    *head_len = len;
+    *tail = data + 4 + len;
+    *tail_len = size - 4 - len;
+    return 1;
+}
+
+void fuzz_load_and_use(void)
+{
+    tessera_model *m;
+    char err[512];
+    if (tessera_model_load(fuzz_temp_dir(), &m, err, sizeof err) != 0) {
+        /* The message starts with the directory's path, the harness's choice. */
+        fuzz_check_message(err, strlen(fuzz_temp_dir()));
+        return;
+    }
+    fuzz_use_model(m);
+    tessera_model_free(m);
+}
