@@ -749,6 +749,15 @@ static int run_jobs(builder *b, const tsr_weight_source *src, int threads, size_
     return rc;
 }
 
+void tsr_shape_describe(const size_t *shape, size_t ndim, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (size_t i = 0; i < ndim && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%zu", i ? ", " : "", shape[i]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+}
+
 /* A NaN or an infinity in the weights makes every translation garbage without
  * a word: it is an error at load, naming the tensor and the first bad value
  * (counted in the tensor's row-major order). */

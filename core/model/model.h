@@ -138,6 +138,9 @@ static inline size_t tsr_fetch_scratch_bytes(size_t values, size_t rows)
     return 2 * values + 4 * rows + 128;
 }
 
+/* A shape as messages print it: "[a, b, c]" (cut to len). */
+void tsr_shape_describe(const size_t *shape, size_t ndim, char *buf, size_t len);
+
 /* A NaN or an infinity in weights read from a file is an error naming the
  * tensor and the first bad value (0 when all n are finite). */
 int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,

@@ -23,16 +23,6 @@ typedef struct file_source {
     const tsr_kernels *kernels;
 } file_source;
 
-static void describe_shape(const size_t *shape, size_t ndim, char *buf, size_t len)
-{
-    size_t used = 0;
-    used += (size_t)snprintf(buf, len, "[");
-    for (size_t i = 0; i < ndim && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%zu", i ? ", " : "", shape[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
 static int shape_matches(const tsr_tensor_info *t, const size_t *shape, size_t ndim,
                          int rows_at_least)
 {
@@ -150,8 +140,8 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
         return optional ? 1 : tsr_fail(err, err_len, "tensor '%s': missing", name);
     if (!shape_matches(t, shape, ndim, rows_at_least)) {
         char want[128], got[128];
-        describe_shape(shape, ndim, want, sizeof want);
-        describe_shape(t->shape, t->ndim, got, sizeof got);
+        tsr_shape_describe(shape, ndim, want, sizeof want);
+        tsr_shape_describe(t->shape, t->ndim, got, sizeof got);
         return tsr_fail(err, err_len, "tensor '%s': shape %s, expected %s%s", name, got, want,
                         rows_at_least ? " (or more rows)" : "");
     }

@@ -36,15 +36,6 @@ typedef struct part {
     size_t row0, rows, cols;
 } part;
 
-static void describe(const size_t *shape, size_t n, char *buf, size_t len)
-{
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (size_t i = 0; i < n && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%zu", i ? ", " : "", shape[i]);
-    if (used < len)
-        snprintf(buf + used, len - used, "]");
-}
-
 static int is_bias(const char *ct2_name)
 {
     size_t n = strlen(ct2_name);
@@ -85,8 +76,8 @@ static int find_parts(const ct2_source *s, const char *name, const size_t *shape
         if (!fits) {
             char got[96], exp[96];
             size_t e[2] = {want_rows, cols};
-            describe(v->shape, v->rank, got, sizeof got);
-            describe(e, rank, exp, sizeof exp);
+            tsr_shape_describe(v->shape, v->rank, got, sizeof got);
+            tsr_shape_describe(e, rank, exp, sizeof exp);
             return tsr_fail(err, err_len, "variable '%s': shape %s, expected %s%s", v->name, got,
                             exp,
                             n > 1           ? " (rows with its pair)"
