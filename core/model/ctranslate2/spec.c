@@ -17,6 +17,8 @@
 #include "base/memory.h"
 #include "base/quote.h"
 #include "core/model/config.h"
+#include "core/model/ctranslate2/attributes.h"
+#include "core/model/ctranslate2/settings.h"
 #include "core/model/ctranslate2/vocabulary.h"
 #include "text/vocabulary.h"
 
@@ -36,96 +38,6 @@ int tsr_ct2_is_model_dir(const char *dir)
         return 0;
     snprintf(path, sizeof path, "%s/model.bin", dir);
     return access(path, F_OK) == 0;
-}
-
-/* ---- Attributes: rank-0 variables (and, before binary version 6, strings
- * stored as int8 vectors) ---- */
-
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-/* The scalar `name` into *v (0), 1 when absent, an error when it is not a
- * scalar. It is marked used. */
-static int scalar(tsr_ct2_model *m, const char *name, double *v, char *err, size_t err_len)
-{
-    tsr_ct2_variable *var = tsr_ct2_find(&m->file, name);
-    if (!var)
-        return 1;
-    if (var->rank != 0)
-        return tsr_fail(err, err_len, "variable '%s': expected a scalar, got rank %zu", name,
-                        var->rank);
-    unsigned char b[4] = {0};
-    TSR_TRY(tsr_ct2_read(&m->file, var, 0, var->bytes, b, err, err_len));
-    uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    float f;
-    switch (var->dtype) {
-    case TSR_CT2_I8: *v = (int8_t)b[0]; break;
-    case TSR_CT2_I16: *v = (int16_t)(u & 0xffff); break;
-    case TSR_CT2_I32: *v = (int32_t)u; break;
-    case TSR_CT2_F32: memcpy(&f, &u, 4); *v = f; break;
-    case TSR_CT2_F16: *v = half_to_double((uint16_t)u); break;
-    case TSR_CT2_BF16: u <<= 16; memcpy(&f, &u, 4); *v = f; break;
-    }
-    if (!isfinite(*v))
-        return tsr_fail(err, err_len, "variable '%s': %g is not finite", name, *v);
-    var->used = 1;
-    return 0;
-}
-
-/* Attribute `name` of scope ("encoder", "decoder"): "SCOPE/NAME", or before
- * spec revision 5 (when the spec kept one copy at the root) "NAME". */
-static int attribute(tsr_ct2_model *m, const char *scope, const char *name, double fallback,
-                     double *v, char *err, size_t err_len)
-{
-    char full[256];
-    snprintf(full, sizeof full, "%s/%s", scope, name);
-    int rc = scalar(m, full, v, err, err_len);
-    if (rc == 1 && m->file.revision < 5)
-        rc = scalar(m, name, v, err, err_len);
-    if (rc == 1)
-        *v = fallback;
-    return rc < 0 ? rc : 0;
-}
-
-/* An attribute the spec kept at the root (binary versions < 6). */
-static int root_attribute(tsr_ct2_model *m, const char *name, double fallback, double *v,
-                          char *err, size_t err_len)
-{
-    int rc = scalar(m, name, v, err, err_len);
-    if (rc == 1)
-        *v = fallback;
-    return rc < 0 ? rc : 0;
-}
-
-/* A string attribute of binary versions < 6 (an int8 vector of UTF-8). */
-static int string_attribute(tsr_ct2_model *m, const char *name, const char *fallback, char *out,
-                            size_t out_len, char *err, size_t err_len)
-{
-    tsr_ct2_variable *var = tsr_ct2_find(&m->file, name);
-    snprintf(out, out_len, "%s", fallback);
-    if (!var)
-        return 0;
-    if (var->dtype != TSR_CT2_I8 || var->rank != 1 || var->bytes >= out_len)
-        return tsr_fail(err, err_len, "variable '%s': expected a string (int8 bytes)", name);
-    TSR_TRY(tsr_ct2_read(&m->file, var, 0, var->bytes, out, err, err_len));
-    out[var->bytes] = '\0';
-    var->used = 1;
-    return 0;
-}
-
-static size_t count_layers(const tsr_ct2_model *m, const char *scope)
-{
-    size_t n = 0;
-    for (;; n++) {
-        char name[320];
-        snprintf(name, sizeof name, "%s/layer_%zu/self_attention/linear_0/weight", scope, n);
-        if (n == 4096 || !tsr_ct2_find(&m->file, name))
-            return n;
-    }
 }
 
 /* ---- What tessera does not run ---- */
@@ -182,142 +94,6 @@ static int refuse_unsupported(const tsr_ct2_model *m, char *err, size_t err_len)
     return 0;
 }
 
-/* ---- config.json ---- */
-
-typedef struct ct2_config {
-    char unk[256], bos[256], eos[256], start[256];
-    int add_source_bos, add_source_eos;
-    double layer_norm_epsilon; /* < 0: unsaid */
-} ct2_config;
-
-static int json_token(const json_t *root, const char *key, char *out, size_t out_len,
-                      int null_ok, char *err, size_t err_len)
-{
-    const json_t *v = json_object_get(root, key);
-    if (!v || (null_ok && json_is_null(v)))
-        return 1;
-    if (!json_is_string(v) || json_string_length(v) >= out_len ||
-        memchr(json_string_value(v), '\0', json_string_length(v)))
-        return tsr_fail(err, err_len, "config.json: key '%s': expected a token (a string), got %s",
-                        key, tsr_json_kind(v));
-    snprintf(out, out_len, "%s", json_string_value(v));
-    return 0;
-}
-
-static int json_flag(const json_t *root, const char *key, int *out, char *err, size_t err_len)
-{
-    const json_t *v = json_object_get(root, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_boolean(v))
-        return tsr_fail(err, err_len, "config.json: key '%s': expected a boolean, got %s", key,
-                        tsr_json_kind(v));
-    *out = json_is_true(v);
-    return 0;
-}
-
-/* The keys of config.json that change what runs (CTranslate2's
- * SequenceToSequenceModelConfig); unknown keys are ignored. */
-static int parse_config(const json_t *root, int v6, ct2_config *c, char *err, size_t err_len)
-{
-    if (!json_is_object(root))
-        return tsr_fail(err, err_len, "config.json: expected an object, got %s",
-                        tsr_json_kind(root));
-    if (v6) {
-        if (json_token(root, "unk_token", c->unk, sizeof c->unk, 0, err, err_len) < 0 ||
-            json_token(root, "bos_token", c->bos, sizeof c->bos, 0, err, err_len) < 0 ||
-            json_token(root, "eos_token", c->eos, sizeof c->eos, 0, err, err_len) < 0)
-            return TESSERA_ERR_INPUT;
-        const json_t *start = json_object_get(root, "decoder_start_token");
-        if (start && json_is_null(start))
-            return tsr_fail(err, err_len,
-                            "config.json: decoder_start_token null (the caller gives every "
-                            "start token) is not a decoding tessera runs");
-        int rc = json_token(root, "decoder_start_token", c->start, sizeof c->start, 0, err,
-                            err_len);
-        if (rc < 0)
-            return rc;
-        if (rc == 1)
-            snprintf(c->start, sizeof c->start, "%s", c->bos);
-        TSR_TRY(json_flag(root, "add_source_bos", &c->add_source_bos, err, err_len));
-        TSR_TRY(json_flag(root, "add_source_eos", &c->add_source_eos, err, err_len));
-    }
-    const json_t *eps = json_object_get(root, "layer_norm_epsilon");
-    if (eps && !json_is_null(eps)) {
-        if (!json_is_number(eps) || !(json_number_value(eps) > 0))
-            return tsr_fail(err, err_len,
-                            "config.json: key 'layer_norm_epsilon': expected a number > 0, got %s",
-                            tsr_json_kind(eps));
-        c->layer_norm_epsilon = json_number_value(eps);
-    }
-    int mqa = 0;
-    TSR_TRY(json_flag(root, "multi_query_attention", &mqa, err, err_len));
-    if (mqa)
-        return tsr_fail(err, err_len,
-                        "config.json: multi_query_attention true, which tessera does not run");
-    const json_t *q = json_object_get(root, "quantization_type");
-    if (q && !json_is_null(q) && !(json_is_integer(q) && json_integer_value(q) == 0))
-        return tsr_fail(err, err_len,
-                        "config.json: quantization_type other than CTranslate2's own (AWQ) is "
-                        "not run by tessera");
-    return 0;
-}
-
-/* config.json (binary version 6 keeps the tokens there), or what earlier
- * versions kept in variables, with CTranslate2's defaults. */
-static int read_config(const char *dir, tsr_ct2_model *m, ct2_config *c, char *err,
-                       size_t err_len)
-{
-    memset(c, 0, sizeof *c);
-    snprintf(c->unk, sizeof c->unk, "<unk>");
-    snprintf(c->bos, sizeof c->bos, "<s>");
-    snprintf(c->eos, sizeof c->eos, "</s>");
-    snprintf(c->start, sizeof c->start, "<s>");
-    c->layer_norm_epsilon = -1;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    int v6 = m->file.version >= 6;
-    if (access(path, F_OK) == 0) {
-        char *bytes;
-        size_t len;
-        TSR_TRY(tsr_read_regular(path, (off_t)16 << 20, &bytes, &len, err, err_len));
-        json_error_t jerr;
-        json_t *root = json_loadb(bytes, len, 0, &jerr);
-        tsr_free(bytes);
-        char why[4 * sizeof jerr.text + 4];
-        if (!root)
-            return tsr_json_out_of_memory(&jerr)
-                       ? tsr_fail_oom(err, err_len, "config.json: out of memory")
-                       : tsr_fail(err, err_len, "config.json: line %d: %s", jerr.line,
-                                  tsr_quote(why, sizeof why, jerr.text, 0));
-        int rc = parse_config(root, v6, c, err, err_len);
-        json_decref(root);
-        TSR_TRY(rc);
-    } else if (v6) {
-        return tsr_fail(err, err_len,
-                        "config.json: missing (a model.bin of binary version 6 keeps its tokens "
-                        "there)");
-    }
-    if (v6)
-        return 0;
-    TSR_TRY(string_attribute(m, "unk_token", "<unk>", c->unk, sizeof c->unk, err, err_len));
-    TSR_TRY(string_attribute(m, "bos_token", "<s>", c->bos, sizeof c->bos, err, err_len));
-    TSR_TRY(string_attribute(m, "eos_token", "</s>", c->eos, sizeof c->eos, err, err_len));
-    double v;
-    TSR_TRY(root_attribute(m, "with_source_bos", 0, &v, err, err_len));
-    c->add_source_bos = v != 0;
-    TSR_TRY(root_attribute(m, "with_source_eos", 0, &v, err, err_len));
-    c->add_source_eos = v != 0;
-    TSR_TRY(root_attribute(m, "user_decoder_start_tokens", 0, &v, err, err_len));
-    if (v != 0)
-        return tsr_fail(err, err_len,
-                        "variable 'user_decoder_start_tokens': the caller gives every start "
-                        "token, which is not a decoding tessera runs");
-    TSR_TRY(root_attribute(m, "with_target_bos", 1, &v, err, err_len));
-    snprintf(c->start, sizeof c->start, "%s", v != 0 ? c->bos : c->eos);
-    return 0;
-}
-
 /* ---- The architecture ---- */
 
 static const tsr_ct2_variable *matrix(const tsr_ct2_model *m, const char *name, char *err,
@@ -351,7 +127,7 @@ static int embedding_scale(tsr_ct2_model *m, const char *scope, const char *embe
     if (!v)
         return 0;
     double value;
-    TSR_TRY(scalar(m, name, &value, err, err_len));
+    TSR_TRY(tsr_ct2_scalar(&m->file, name, &value, err, err_len));
     if (v->dtype == TSR_CT2_I8)
         *factor = value != 0 ? sqrt((double)d) : 1;
     else
@@ -371,11 +147,11 @@ static const char *activation_name(int code)
 static int both_sides(tsr_ct2_model *m, int decoder, const char *name, double fallback,
                       double *v, char *err, size_t err_len)
 {
-    TSR_TRY(attribute(m, "encoder", name, fallback, v, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "encoder", name, fallback, v, err, err_len));
     if (!decoder)
         return 0;
     double dv;
-    TSR_TRY(attribute(m, "decoder", name, fallback, &dv, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", name, fallback, &dv, err, err_len));
     if (dv != *v)
         return tsr_fail(err, err_len,
                         "variables 'encoder/%s' (%g) and 'decoder/%s' (%g) differ: tessera holds "
@@ -394,7 +170,7 @@ static int check_queries_scales(tsr_ct2_model *m, int d_head, char *err, size_t 
         if (len < 14 || strcmp(name + len - 14, "/queries_scale") != 0)
             continue;
         double v;
-        TSR_TRY(scalar(m, name, &v, err, err_len));
+        TSR_TRY(tsr_ct2_scalar(&m->file, name, &v, err, err_len));
         if (fabs(v * sqrt((double)d_head) - 1) > 1e-6)
             return tsr_fail(err, err_len,
                             "variable '%s': %g, not 1/sqrt(%d): another attention scale, which "
@@ -549,7 +325,8 @@ static int architecture(tsr_ct2_model *m, int decoder, int spec_heads, json_t *c
     TSR_TRY(check_vocab_size(m, 0, src, err, err_len));
     if (decoder)
         TSR_TRY(check_vocab_size(m, 1, tgt, err, err_len));
-    size_t layers[2] = {count_layers(m, "encoder"), decoder ? count_layers(m, "decoder") : 0};
+    size_t layers[2] = {tsr_ct2_count_layers(&m->file, "encoder"),
+                        decoder ? tsr_ct2_count_layers(&m->file, "decoder") : 0};
     if (layers[0] == 0 || (decoder && layers[1] == 0))
         return tsr_fail(err, err_len, "variable '%s/layer_0/self_attention/linear_0/weight': "
                                       "missing (no layers)",
@@ -563,7 +340,7 @@ static int architecture(tsr_ct2_model *m, int decoder, int spec_heads, json_t *c
     TSR_TRY(both_sides(m, decoder, "pre_norm", 1, &pre_norm, err, err_len));
     TSR_TRY(both_sides(m, decoder, "activation", 0, &act, err, err_len));
     TSR_TRY(both_sides(m, decoder, "multi_query_attention", 0, &mqa, err, err_len));
-    TSR_TRY(attribute(m, "encoder", "embeddings_merge", 0, &merge, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "encoder", "embeddings_merge", 0, &merge, err, err_len));
     if (mqa != 0)
         return tsr_fail(err, err_len, "variable 'multi_query_attention': true, which tessera "
                                       "does not run");
@@ -612,23 +389,25 @@ static int architecture(tsr_ct2_model *m, int decoder, int spec_heads, json_t *c
                         json_boolean(proj && proj->offset == tgt->offset));
 
     double zero_start, outputs = 1, alibi, layer, heads_avg;
-    TSR_TRY(attribute(m, "decoder", "start_from_zero_embedding", 0, &zero_start, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "start_from_zero_embedding", 0, &zero_start, err,
+                              err_len));
     json_object_set_new(cfg, "decoder_start", json_string(zero_start != 0 ? "zeros" : "bos"));
-    if (scalar(m, "decoder/scale_outputs", &outputs, err, err_len) < 0)
+    if (tsr_ct2_scalar(&m->file, "decoder/scale_outputs", &outputs, err, err_len) < 0)
         return TESSERA_ERR_INPUT;
     if (fabs(outputs - 1) > 1e-6)
         return tsr_fail(err, err_len,
                         "variable 'decoder/scale_outputs': %g: a scaled decoder output, which "
                         "tessera does not run",
                         outputs);
-    TSR_TRY(attribute(m, "decoder", "alibi", 0, &alibi, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "alibi", 0, &alibi, err, err_len));
     if (alibi != 0)
         return tsr_fail(err, err_len, "variable 'decoder/alibi': ALiBi, which tessera does not run");
     double unused;
-    TSR_TRY(attribute(m, "decoder", "alibi_use_positive_positions", 0, &unused, err, err_len));
-    TSR_TRY(attribute(m, "decoder", "scale_alibi", 0, &unused, err, err_len));
-    TSR_TRY(attribute(m, "decoder", "alignment_layer", -1, &layer, err, err_len));
-    TSR_TRY(attribute(m, "decoder", "alignment_heads", 1, &heads_avg, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "alibi_use_positive_positions", 0, &unused, err,
+                              err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "scale_alibi", 0, &unused, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "alignment_layer", -1, &layer, err, err_len));
+    TSR_TRY(tsr_ct2_attribute(&m->file, "decoder", "alignment_heads", 1, &heads_avg, err, err_len));
     if (layer < 0)
         layer += (double)layers[1];
     json_object_set_new(cfg, "alignment_layer", json_integer((json_int_t)layer));
@@ -637,7 +416,7 @@ static int architecture(tsr_ct2_model *m, int decoder, int spec_heads, json_t *c
 }
 
 /* The special tokens' ids, each in the vocabulary that holds it. */
-static int tokens(const tsr_ct2_model *m, int decoder, const ct2_config *c, json_t *cfg,
+static int tokens(const tsr_ct2_model *m, int decoder, const tsr_ct2_settings *c, json_t *cfg,
                   char *err, size_t err_len)
 {
     int unk_src, unk_tgt = 0, bos = 0, eos = 0, pad = 0, eos_src;
@@ -696,10 +475,10 @@ static int open_model(const char *dir, tsr_ct2_model *m, char *err, size_t err_l
     if (rc != 0)
         return tsr_fail_prefix(rc, err, err_len, "model.bin");
     int decoder = 0, spec_heads = 0, d = 0;
-    ct2_config c;
+    tsr_ct2_settings c;
     TSR_TRY(spec_kind(&m->file, &decoder, &spec_heads, err, err_len));
     TSR_TRY(refuse_unsupported(m, err, err_len));
-    TSR_TRY(read_config(dir, m, &c, err, err_len));
+    TSR_TRY(tsr_ct2_settings_read(dir, &m->file, &c, err, err_len));
     TSR_TRY(load_vocabularies(dir, m, decoder, c.unk, err, err_len));
     json_t *cfg = json_object();
     if (!cfg)
