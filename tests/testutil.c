@@ -92,16 +92,6 @@ static const char *temp_base(void)
     return tmp && *tmp ? tmp : "/tmp";
 }
 
-char *test_make_temp_dir(void)
-{
-    char *path = NULL;
-    if (asprintf(&path, "%s/tessera-test-XXXXXX", temp_base()) < 0)
-        cr_assert_fail("asprintf failed");
-    if (!mkdtemp(path))
-        cr_assert_fail("mkdtemp(%s): %s", path, strerror(errno));
-    return path;
-}
-
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
     (void)sb;
@@ -114,6 +104,40 @@ void test_remove_dir(const char *path)
 {
     if (path)
         nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The directories this process made, removed again when it exits: a test
+ * that skips in its body never reaches its suite's .fini (Criterion), which
+ * left one empty directory in $TMPDIR per skipped test. Only the process
+ * that made a directory removes it (a Criterion worker is a fork). */
+#define TEMP_DIRS_MAX 256
+static struct {
+    char *path;
+    pid_t owner;
+} temp_dirs[TEMP_DIRS_MAX];
+static size_t n_temp_dirs;
+
+static void remove_leftover_dirs(void)
+{
+    for (size_t i = 0; i < n_temp_dirs; i++)
+        if (temp_dirs[i].owner == getpid())
+            test_remove_dir(temp_dirs[i].path);
+}
+
+char *test_make_temp_dir(void)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/tessera-test-XXXXXX", temp_base()) < 0)
+        cr_assert_fail("asprintf failed");
+    if (!mkdtemp(path))
+        cr_assert_fail("mkdtemp(%s): %s", path, strerror(errno));
+    if (n_temp_dirs == 0)
+        atexit(remove_leftover_dirs);
+    if (n_temp_dirs < TEMP_DIRS_MAX) {
+        temp_dirs[n_temp_dirs].path = strdup(path);
+        temp_dirs[n_temp_dirs++].owner = getpid();
+    }
+    return path;
 }
 
 void test_write_file(const char *path, const void *data, size_t len)
