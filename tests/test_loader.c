@@ -976,6 +976,15 @@ Test(config, special_ids_out_of_range)
     parse_fails(config_with("pad_id", "1000", NULL), "key 'pad_id'", NULL);
     parse_fails(config_with("unk_id", "1000", NULL), "key 'unk_id'", NULL);
     parse_fails(config_with("unk_id", "-1", NULL), "key 'unk_id'", NULL);
+    /* With a source_unk_id of its own, unk_id is the target's alone
+     * (CTranslate2 appends <unk> to each vocabulary that lacks it). */
+    tessera_config own;
+    char *own_json = config_with("unk_id", "1100", "source_unk_id", "999", NULL);
+    parse_ok(own_json, &own);
+    free(own_json);
+    cr_expect(own.unk_id == 1100 && own.source_unk_id == 999);
+    parse_fails(config_with("unk_id", "1200", "source_unk_id", "999", NULL),
+                "key 'unk_id': 1200 is out of range [0, 1200) (tgt_vocab_size)", NULL);
     /* fairseq's decoder starts from </s>: bos_id may be eos_id. */
     tessera_config same;
     char *same_json = config_with("bos_id", "7", "eos_id", "7", NULL);

@@ -591,8 +591,14 @@ int tsr_config_validate(const tessera_config *cfg, char *err, size_t err_len)
                         err_len) ||
             check_range("eos_id", c.eos_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err,
                         err_len) ||
-            check_range("unk_id", c.unk_id, 0, both_vocab, " (the smaller vocabulary)", err,
-                        err_len) ||
+            /* With a source_unk_id of its own, unk_id is the target's alone
+             * (a CTranslate2 target vocabulary's appended <unk> may lie past
+             * the source's last id). */
+            (c.has_source_unk_id
+                 ? check_range("unk_id", c.unk_id, 0, c.tgt_vocab_size, " (tgt_vocab_size)", err,
+                               err_len)
+                 : check_range("unk_id", c.unk_id, 0, both_vocab, " (the smaller vocabulary)",
+                               err, err_len)) ||
             check_range("pad_id", c.pad_id, 0, both_vocab, " (the smaller vocabulary)", err,
                         err_len))
             return -1;
