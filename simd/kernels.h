@@ -159,7 +159,11 @@ typedef struct tsr_kernels {
     size_t linear_n_align;
     /* Bytes the packed form of an n x k weight takes as `type`, and the
      * packing of W ([n][k] float32) into it: bf16 rounds each value to
-     * nearest even, the only change packing ever makes to a value. */
+     * nearest even, the only change packing ever makes to a value. f32 and
+     * bf16 packings hold the rows in order, so that W may be packed a block
+     * of rows at a time: rows [r0, r0 + m), r0 a multiple of linear_n_align
+     * and m one too unless r0 + m = n, packed alone as an m x k weight, are
+     * the bytes of the whole's packing from byte r0 x k x (4, bf16 2) on. */
     size_t (*pack_bytes)(const struct tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
     void (*pack_linear)(const struct tsr_kernels *ks, tsr_weight_type type, const float *w,
                         size_t n, size_t k, void *panels);

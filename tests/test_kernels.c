@@ -667,6 +667,53 @@ ParameterizedTest(set_param *p, kernels, linear_small_blocks)
     }
 }
 
+/* f32 and bf16 packings hold the rows in order (simd/kernels.h): a weight
+ * packed a block of rows at a time, each block at its rows' byte offset (as
+ * the load packs a large one), is the whole's packing byte for byte, every
+ * byte written. Blocks of 1, 2 and 3 times linear_n_align rows. */
+ParameterizedTestParameters(kernels, pack_in_row_blocks)
+{
+    return each_set();
+}
+
+ParameterizedTest(set_param *p, kernels, pack_in_row_blocks)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_sets[p->index].name;
+    static const size_t shapes[][2] = {{1, 1}, {7, 3}, {33, 17}, {67, 129}, {100, 64}, {300, 512}};
+    static const tsr_weight_type types[] = {TSR_WEIGHTS_F32, TSR_WEIGHTS_BF16};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        size_t n = shapes[si][0], k = shapes[si][1];
+        ref_rng rng;
+        ref_rng_seed(&rng, 9100 + si);
+        buffer w = buffer_new(n, k, k, 0);
+        buffer_fill(&w, &rng, -1, 1);
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            size_t bytes = ks->pack_bytes(ks, types[ti], n, k);
+            size_t value = types[ti] == TSR_WEIGHTS_BF16 ? 2 : 4;
+            unsigned char *whole = alloc_aligned(bytes), *blocks = alloc_aligned(bytes);
+            memset(whole, 0xab, bytes);
+            ks->pack_linear(ks, types[ti], w.p, n, k, whole);
+            for (size_t times = 1; times <= 3; times++) {
+                size_t block = times * ks->linear_n_align;
+                memset(blocks, 0xcd, bytes);
+                for (size_t r0 = 0; r0 < n; r0 += block)
+                    ks->pack_linear(ks, types[ti], w.p + r0 * k, n - r0 < block ? n - r0 : block,
+                                    k, blocks + r0 * k * value);
+                for (size_t b = 0; b < bytes; b++)
+                    cr_assert(whole[b] == blocks[b],
+                              "[%s] %s packing of %zu x %zu in blocks of %zu rows: byte %zu of "
+                              "%zu is 0x%02x, the whole's 0x%02x",
+                              set, types[ti] == TSR_WEIGHTS_BF16 ? "bf16" : "f32", n, k, block, b,
+                              bytes, blocks[b], whole[b]);
+            }
+            free(whole);
+            free(blocks);
+        }
+        buffer_free(&w);
+    }
+}
+
 /* The rounding every set's bf16 packing shares (simd/bf16.h), on the cases
  * that tell rounding modes apart, with the bit patterns written by hand from
  * the bfloat16 format (the top 16 bits of a float32). */

@@ -1443,6 +1443,47 @@ ParameterizedTest(set_case *c, packed, same_bytes_whatever_the_dtype_and_threads
     mw_model_free(mw);
 }
 
+/* A linear weight of more than the load's staging (2^20 values: the output
+ * layer of a 70,001-token vocabulary at d_model 16) is fetched and packed a
+ * block of rows at a time: its panels are the kernel set's packing of the
+ * whole, in f32 and bf16, from an F32 and an F16 file, on 1 and 3 threads. */
+Test(packed, a_large_weight_packed_a_block_of_rows_at_a_time)
+{
+    tessera_config cfg;
+    mw_tiny_config(&cfg);
+    cfg.d_model = 16;
+    cfg.d_ff = 16;
+    cfg.tgt_vocab_size = 70001;
+    mw_model *mw = mw_model_new(&cfg, 29);
+    const mw_tensor *g = mw_find(mw, "generator.weight");
+    cr_assert(g && g->count > ((size_t)1 << 20), "the generator is no larger than the staging");
+    char *f32 = write_variant(mw, "large-f32");
+    mw_set_dtype(mw, "generator.weight", "F16");
+    char *f16 = write_variant(mw, "large-f16");
+    static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16};
+    for (size_t t = 0; t < 2; t++)
+        for (int v = 0; v < 2; v++)
+            for (int threads = 1; threads <= 3; threads += 2) {
+                tessera_model *m = load_packed(v ? f16 : f32, types[t], threads);
+                const tsr_kernels *ks = m->kernels;
+                tsr_weight_type wt = types[t] == TESSERA_COMPUTE_BF16 ? TSR_WEIGHTS_BF16
+                                                                      : TSR_WEIGHTS_F32;
+                size_t bytes = ks->pack_bytes(ks, wt, cfg.tgt_vocab_size, 16);
+                void *want = malloc(bytes);
+                cr_assert(want);
+                ks->pack_linear(ks, wt, g->values, cfg.tgt_vocab_size, 16, want);
+                cr_expect(memcmp(m->generator.panels, want, bytes) == 0,
+                          "%s file, compute type %s, %d threads: the output layer's panels are "
+                          "not the packing of its weight",
+                          v ? "F16" : "F32", tessera_compute_type_name(types[t]), threads);
+                free(want);
+                tessera_model_free(m);
+            }
+    free(f32);
+    free(f16);
+    mw_model_free(mw);
+}
+
 /* ---- One list of tensors -------------------------------------------------------- */
 
 /* What the loader asks a weight source for, and what tessera_model_tensors

@@ -594,6 +594,38 @@ typedef struct staging {
     void *scratch;
 } staging;
 
+/* Values of a large float linear weight staged at a time (4 MiB): a whole
+ * one would be staged at once, the load's peak memory above the model by
+ * its largest weight (a 32,000 x 512 output layer: 62.5 MiB). */
+#define STAGE_VALUES ((size_t)1 << 20)
+
+/* A linear weight of one part packed as f32 or bf16, a block of rows at a
+ * time (simd/kernels.h: such packings hold the rows in order), when the
+ * source reads rows; 1 when the job is not one for it. */
+static int run_job_in_blocks(const tessera_model *m, const tsr_weight_source *src,
+                             const staging *st, load_job *job)
+{
+    const tsr_kernels *kern = m->kernels;
+    size_t n = job->shape[0], k = job->shape[1], align = kern->linear_n_align;
+    if (!src->fetch_rows || job->copy_to || job->n_parts != 1 || job->part_row0[0] != 0 ||
+        m->weight_type == TSR_WEIGHTS_INT8 || n * k <= STAGE_VALUES || align == 0 ||
+        k > STAGE_VALUES / align)
+        return 1;
+    tsr_packed_linear *lin = job->parts[0];
+    size_t block = STAGE_VALUES / k / align * align;
+    size_t value = m->weight_type == TSR_WEIGHTS_BF16 ? 2 : sizeof(float);
+    for (size_t r0 = 0; r0 < n; r0 += block) {
+        size_t rows = n - r0 < block ? n - r0 : block;
+        int rc = src->fetch_rows(src->ctx, job->name, n, k, r0, rows, st->values, st->scratch,
+                                 job->err, sizeof job->err);
+        if (rc != 0)
+            return rc;
+        kern->pack_linear(kern, lin->type, st->values, rows, k,
+                          (unsigned char *)lin->panels + r0 * k * value);
+    }
+    return 0;
+}
+
 /* Fetches job's tensor: a plain one into its place; a linear weight into
  * the staging, then packed into its parts. */
 static void run_job(const tessera_model *m, const tsr_weight_source *src, const staging *st,
@@ -608,6 +640,11 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
     if (job->dst) {
         job->rc = src->fetch(src->ctx, job->name, job->shape, job->ndim, 0, job->rows_at_least,
                              job->dst, st->scratch, job->err, sizeof job->err);
+        return;
+    }
+    int in_blocks = run_job_in_blocks(m, src, st, job);
+    if (in_blocks != 1) {
+        job->rc = in_blocks;
         return;
     }
     const tsr_kernels *kern = m->kernels;
@@ -761,8 +798,8 @@ void tsr_shape_describe(const size_t *shape, size_t ndim, char *buf, size_t len)
 /* A NaN or an infinity in the weights makes every translation garbage without
  * a word: it is an error at load, naming the tensor and the first bad value
  * (counted in the tensor's row-major order). */
-int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,
-                             size_t err_len)
+int tsr_weights_check_finite(const char *name, const float *x, size_t n, size_t first,
+                             char *err, size_t err_len)
 {
     /* A block at a time, branch-free so that it vectorizes: adding one to
      * the exponent field carries into the sign bit exactly when the field is
@@ -782,7 +819,8 @@ int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *e
         for (size_t i = start; i < end; i++)
             if (!isfinite(x[i]))
                 return tsr_fail(err, err_len,
-                                "tensor '%s': value %zu is %s; weights must be finite", name, i,
+                                "tensor '%s': value %zu is %s; weights must be finite", name,
+                                first + i,
                                 isnan(x[i]) ? "NaN" : x[i] > 0 ? "+inf" : "-inf");
     }
     return 0;

@@ -117,6 +117,14 @@ int tsr_model_copy_for_node(const tessera_model *m, int node);
 typedef struct tsr_weight_source {
     int (*fetch)(void *ctx, const char *name, const size_t *shape, size_t ndim, int optional,
                  int rows_at_least, float *dst, void *scratch, char *err, size_t err_len);
+    /* Rows [row0, row0 + rows) of the 2-D tensor `name` [total_rows][cols]
+     * (which the checking pass vouched for) as float32 into dst, through
+     * scratch (tsr_fetch_scratch_bytes(rows * cols, rows) bytes), checked
+     * as fetch checks them; NULL when the source reads tensors whole only.
+     * The load fetches a large linear weight so, a block of rows at a time,
+     * where a whole one would be staged at once. */
+    int (*fetch_rows)(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
+                      size_t rows, float *dst, void *scratch, char *err, size_t err_len);
     /* A linear weight [rows][cols] already quantized (int8 values in
      * -127..127 and a scale per row), for compute type int8, or NULL when
      * the source has none: returns 1 when the tensor is not held so (the
@@ -142,9 +150,10 @@ static inline size_t tsr_fetch_scratch_bytes(size_t values, size_t rows)
 void tsr_shape_describe(const size_t *shape, size_t ndim, char *buf, size_t len);
 
 /* A NaN or an infinity in weights read from a file is an error naming the
- * tensor and the first bad value (0 when all n are finite). */
-int tsr_weights_check_finite(const char *name, const float *x, size_t n, char *err,
-                             size_t err_len);
+ * tensor and the first bad value, counted from `first` (x being the values
+ * from value `first` of the tensor on; 0 when all n are finite). */
+int tsr_weights_check_finite(const char *name, const float *x, size_t n, size_t first,
+                             char *err, size_t err_len);
 
 /* Builds a model from a validated config and a weight source, packing with
  * `kernels` for compute type `type` (an explicit type, not

@@ -52,10 +52,10 @@ static int is_linear_weight(const char *name, size_t ndim)
 
 /* The per-row scales of an I8 linear weight: the F32 [out] tensor
  * "<name>_scale". With `scales` NULL (the checking pass) its presence, dtype
- * and shape are checked; else rows [0, rows) are read into scales and must
- * be finite and > 0. */
-static int read_scales(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
-                       float *scales, char *err, size_t err_len)
+ * and shape are checked; else rows [row0, row0 + rows) are read into scales
+ * and must be finite and > 0. */
+static int read_scales(const tsr_safetensors *st, const tsr_tensor_info *t, size_t row0,
+                       size_t rows, float *scales, char *err, size_t err_len)
 {
     char scale_name[512];
     snprintf(scale_name, sizeof scale_name, "%s_scale", t->name);
@@ -71,29 +71,49 @@ static int read_scales(const tsr_safetensors *st, const tsr_tensor_info *t, size
                         scale_name, t->shape[0], t->name);
     if (!scales)
         return 0;
-    TSR_TRY(tsr_safetensors_read(st, s, 0, rows * sizeof *scales, scales, err, err_len));
+    TSR_TRY(tsr_safetensors_read(st, s, row0 * sizeof *scales, rows * sizeof *scales, scales,
+                                 err, err_len));
     for (size_t i = 0; i < rows; i++)
         if (!(scales[i] > 0.0f) || isinf(scales[i]))
             return tsr_fail(err, err_len,
                             "tensor '%s': scale %zu is %g, expected finite and > 0", scale_name,
-                            i, (double)scales[i]);
+                            row0 + i, (double)scales[i]);
     return 0;
 }
 
-/* An I8 linear weight: rows [0, rows) of `cols` values dequantized with its
- * scales, w = q * scale rounded once (what compute type f32 makes of an I8
- * file); q and the scales pass through scratch. */
-static int dequantize(const tsr_safetensors *st, const tsr_tensor_info *t, size_t rows,
-                      size_t cols, float *dst, unsigned char *scratch, char *err, size_t err_len)
+/* Rows [row0, row0 + rows) of `cols` values of tensor t as float32 into
+ * dst: F32 read as they are; F16 and BF16 through scratch, widened; I8 (a
+ * linear weight) dequantized with its scales, w = q * scale rounded once
+ * (what compute type f32 makes of an I8 file), q and the scales through
+ * scratch. */
+static int read_rows(const file_source *fs, const tsr_tensor_info *t, size_t row0, size_t rows,
+                     size_t cols, float *dst, unsigned char *scratch, char *err, size_t err_len)
 {
-    int8_t *q = (int8_t *)scratch;
-    float *scales = (float *)(scratch + (rows * cols + 63) / 64 * 64);
-    TSR_TRY(read_scales(st, t, rows, scales, err, err_len));
-    TSR_TRY(tsr_safetensors_read(st, t, 0, rows * cols, q, err, err_len));
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            dst[i * cols + j] = (float)q[i * cols + j] * scales[i];
-    return 0;
+    size_t count = rows * cols, first = row0 * cols;
+    switch (t->dtype) {
+    case TSR_DTYPE_F32:
+        return tsr_safetensors_read(&fs->st, t, first * sizeof(float), count * sizeof(float), dst,
+                                    err, err_len);
+    case TSR_DTYPE_F16:
+    case TSR_DTYPE_BF16:
+        TSR_TRY(tsr_safetensors_read(&fs->st, t, first * sizeof(uint16_t),
+                                     count * sizeof(uint16_t), scratch, err, err_len));
+        if (t->dtype == TSR_DTYPE_F16)
+            fs->kernels->f16_to_f32(scratch, count, dst);
+        else
+            fs->kernels->bf16_to_f32(scratch, count, dst);
+        return 0;
+    default: { /* I8, which the caller checked */
+        int8_t *q = (int8_t *)scratch;
+        float *scales = (float *)(scratch + (count + 63) / 64 * 64);
+        TSR_TRY(read_scales(&fs->st, t, row0, rows, scales, err, err_len));
+        TSR_TRY(tsr_safetensors_read(&fs->st, t, first, count, q, err, err_len));
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                dst[i * cols + j] = (float)q[i * cols + j] * scales[i];
+        return 0;
+    }
+    }
 }
 
 /* An I8 linear weight as it is, for compute type int8: q and its scales,
@@ -125,7 +145,7 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t rows, size_t c
     TSR_TRY(tsr_safetensors_read(&fs->st, t, 0, rows * cols, q, err, err_len));
     if (tsr_i8_holds_min(q, rows * cols))
         return 1;
-    return read_scales(&fs->st, t, rows, scales, err, err_len);
+    return read_scales(&fs->st, t, 0, rows, scales, err, err_len);
 }
 
 /* F32 values are read straight into dst; F16, BF16 and I8 ones pass
@@ -151,20 +171,8 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
         count *= shape[i];
     switch (t->dtype) {
     case TSR_DTYPE_F32:
-        if (dst)
-            TSR_TRY(tsr_safetensors_read(&fs->st, t, 0, count * sizeof(float), dst, err,
-                                         err_len));
-        break;
     case TSR_DTYPE_F16:
     case TSR_DTYPE_BF16:
-        if (!dst)
-            break;
-        TSR_TRY(tsr_safetensors_read(&fs->st, t, 0, count * sizeof(uint16_t), scratch, err,
-                                     err_len));
-        if (t->dtype == TSR_DTYPE_F16)
-            fs->kernels->f16_to_f32(scratch, count, dst);
-        else
-            fs->kernels->bf16_to_f32(scratch, count, dst);
         break;
     case TSR_DTYPE_I8:
         if (!is_linear_weight(name, ndim))
@@ -173,15 +181,31 @@ static int fetch_from_file(void *ctx, const char *name, const size_t *shape, siz
                             "tensor); expected F32, F16 or BF16",
                             name, name);
         if (!dst)
-            return read_scales(&fs->st, t, shape[0], NULL, err, err_len);
-        TSR_TRY(dequantize(&fs->st, t, shape[0], count / (shape[0] ? shape[0] : 1), dst, scratch,
-                           err, err_len));
+            return read_scales(&fs->st, t, 0, shape[0], NULL, err, err_len);
         break;
     default:
         return tsr_fail(err, err_len, "tensor '%s': dtype %s, expected F32, F16 or BF16%s", name,
                         t->dtype_name, is_linear_weight(name, ndim) ? " (or I8 with a scale)" : "");
     }
-    return dst ? tsr_weights_check_finite(name, dst, count, err, err_len) : 0;
+    if (!dst)
+        return 0;
+    size_t rows = shape[0] ? shape[0] : 1;
+    TSR_TRY(read_rows(fs, t, 0, rows, count / rows, dst, scratch, err, err_len));
+    return tsr_weights_check_finite(name, dst, count, 0, err, err_len);
+}
+
+/* Rows of a linear weight the checking pass vouched for. */
+static int fetch_rows_from_file(void *ctx, const char *name, size_t total_rows, size_t cols,
+                                size_t row0, size_t rows, float *dst, void *scratch, char *err,
+                                size_t err_len)
+{
+    file_source *fs = ctx;
+    const tsr_tensor_info *t = tsr_safetensors_find(&fs->st, name);
+    size_t shape[2] = {total_rows, cols};
+    if (!t || !shape_matches(t, shape, 2, 0))
+        return tsr_fail_internal(err, err_len, "tensor '%s': not as checked", name);
+    TSR_TRY(read_rows(fs, t, row0, rows, cols, dst, scratch, err, err_len));
+    return tsr_weights_check_finite(name, dst, rows * cols, row0 * cols, err, err_len);
 }
 
 int tessera_model_load(const char *dir, tessera_model **model, char *err, size_t err_len)
@@ -231,8 +255,8 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
         return tsr_fail_prefix(rc, err, err_len, path);
     }
 
-    tsr_weight_source src = {.fetch = fetch_from_file, .fetch_i8 = fetch_i8_from_file,
-                             .ctx = &fs, .concurrent = 1};
+    tsr_weight_source src = {.fetch = fetch_from_file, .fetch_rows = fetch_rows_from_file,
+                             .fetch_i8 = fetch_i8_from_file, .ctx = &fs, .concurrent = 1};
     rc = tsr_model_build(&cfg, kernels, type, options ? options->numa : NULL, threads, &src,
                          model, err, err_len);
     tsr_safetensors_close(&fs.st);

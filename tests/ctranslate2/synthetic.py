@@ -134,7 +134,8 @@ class Model:
 
 
 def write_case(work, name, model, version=6, spec="TransformerSpec", revision=7, config=None,
-               vocab_json=False, shared=False, extra_files=None, drop=(), add=None):
+               vocab_json=False, shared=False, extra_files=None, drop=(), add=None,
+               target_tokens=None):
     directory = os.path.join(work, name)
     os.makedirs(directory)
     variables = model.cast()
@@ -150,7 +151,7 @@ def write_case(work, name, model, version=6, spec="TransformerSpec", revision=7,
         files.write_vocabulary(directory, "shared_vocabulary", SRC + ["<unk>"], vocab_json)
     else:
         files.write_vocabulary(directory, "source_vocabulary", SRC, vocab_json)
-        files.write_vocabulary(directory, "target_vocabulary", TGT, vocab_json)
+        files.write_vocabulary(directory, "target_vocabulary", target_tokens or TGT, vocab_json)
     for file_name, text in (extra_files or {}).items():
         with open(os.path.join(directory, file_name), "w", encoding="utf-8") as f:
             f.write(text)
@@ -263,6 +264,13 @@ def accepted(work):
                 1 / math.sqrt(D // HEADS))
     expectations(write_case(work, "v5-int8-zero-start", m, version=5,
                             config=v6_config(add_source_eos=True)))
+    # An output layer of more values than tessera's load stages at once
+    # (2^20: 70,001 x 16), int8 with a scale per row: at compute type f32 it
+    # is read and dequantized a block of rows at a time.
+    big = TGT + ["w%d" % i for i in range(70001 - len(TGT) - 1)]
+    m = Model(9, dtype="int8", vocab_sizes=(len(SRC) + 1, len(big) + 1))
+    expectations(write_case(work, "v6-int8-large-output-layer", m, config=v6_config(),
+                            target_tokens=big))
     # Binary 3: item sizes for dtypes, a spec revision 4 with its attributes
     # at the root, the tokens as string variables and no config.json; int16
     # weights with one scale; GELU sigmoid.

@@ -152,10 +152,10 @@ static int read_floats(const ct2_source *s, const tsr_ct2_variable *v, size_t fi
     return 0;
 }
 
-/* rows x cols scales of a part (broadcast when the scale is a scalar), each
- * finite and > 0. */
-static int read_scales(const ct2_source *s, const part *p, float *scales, char *err,
-                       size_t err_len)
+/* Scales of rows [r0, r0 + rows) of a part (broadcast when the scale is a
+ * scalar), each finite and > 0. */
+static int read_scales(const ct2_source *s, const part *p, size_t r0, size_t rows,
+                       float *scales, char *err, size_t err_len)
 {
     int missing;
     tsr_ct2_variable *sc = scale_of(s, p->var, &missing, err, err_len);
@@ -165,36 +165,37 @@ static int read_scales(const ct2_source *s, const part *p, float *scales, char *
         float one = INT16_DEFAULT_SCALE;
         if (!missing)
             TSR_TRY(read_floats(s, sc, 0, 1, &one, err, err_len));
-        for (size_t r = 0; r < p->rows; r++)
+        for (size_t r = 0; r < rows; r++)
             scales[r] = one;
     } else {
-        TSR_TRY(read_floats(s, sc, 0, p->rows, scales, err, err_len));
+        TSR_TRY(read_floats(s, sc, r0, rows, scales, err, err_len));
     }
-    for (size_t r = 0; r < p->rows; r++)
+    for (size_t r = 0; r < rows; r++)
         if (!(scales[r] > 0) || scales[r] > 3.4e38f)
             return tsr_fail(err, err_len, "variable '%s_scale': scale %zu is %g, expected finite "
                                           "and > 0",
-                            p->var->name, r, (double)scales[r]);
+                            p->var->name, r0 + r, (double)scales[r]);
     return 0;
 }
 
-/* A part's values as float32 into dst (its rows), through scratch. */
-static int read_part(const ct2_source *s, const part *p, float *dst, unsigned char *scratch,
-                     char *err, size_t err_len)
+/* Rows [r0, r0 + rows) of a part's values as float32 into dst, through
+ * scratch. */
+static int read_part(const ct2_source *s, const part *p, size_t r0, size_t rows, float *dst,
+                     unsigned char *scratch, char *err, size_t err_len)
 {
     const tsr_ct2_variable *v = p->var;
     if (!v) {
-        memset(dst, 0, p->rows * p->cols * sizeof *dst);
+        memset(dst, 0, rows * p->cols * sizeof *dst);
         return 0;
     }
-    size_t count = p->rows * p->cols;
+    size_t count = rows * p->cols, first = r0 * p->cols;
     size_t item = tsr_ct2_item_size(v->dtype);
     switch (v->dtype) {
     case TSR_CT2_F32:
-        return tsr_ct2_read(&s->m->file, v, 0, count * 4, dst, err, err_len);
+        return tsr_ct2_read(&s->m->file, v, first * 4, count * 4, dst, err, err_len);
     case TSR_CT2_F16:
     case TSR_CT2_BF16:
-        TSR_TRY(tsr_ct2_read(&s->m->file, v, 0, count * 2, scratch, err, err_len));
+        TSR_TRY(tsr_ct2_read(&s->m->file, v, first * 2, count * 2, scratch, err, err_len));
         if (v->dtype == TSR_CT2_F16)
             s->kernels->f16_to_f32(scratch, count, dst);
         else
@@ -203,9 +204,9 @@ static int read_part(const ct2_source *s, const part *p, float *dst, unsigned ch
     case TSR_CT2_I8:
     case TSR_CT2_I16: {
         float *scales = (float *)(scratch + (count * item + 63) / 64 * 64);
-        TSR_TRY(read_scales(s, p, scales, err, err_len));
-        TSR_TRY(tsr_ct2_read(&s->m->file, v, 0, count * item, scratch, err, err_len));
-        for (size_t r = 0; r < p->rows; r++)
+        TSR_TRY(read_scales(s, p, r0, rows, scales, err, err_len));
+        TSR_TRY(tsr_ct2_read(&s->m->file, v, first * item, count * item, scratch, err, err_len));
+        for (size_t r = 0; r < rows; r++)
             for (size_t c = 0; c < p->cols; c++) {
                 size_t i = r * p->cols + c;
                 float q = v->dtype == TSR_CT2_I8 ? (float)((const int8_t *)scratch)[i]
@@ -219,6 +220,21 @@ static int read_part(const ct2_source *s, const part *p, float *dst, unsigned ch
     }
     return tsr_fail(err, err_len, "variable '%s': dtype int32, expected a float or quantized type",
                     v->name);
+}
+
+/* Rows [row0, row0 + rows) of the parts (rows stacked), into dst. */
+static int read_rows(const ct2_source *s, const part *parts, int n, size_t row0, size_t rows,
+                     float *dst, unsigned char *scratch, char *err, size_t err_len)
+{
+    for (int i = 0; i < n; i++) {
+        const part *p = &parts[i];
+        size_t a = row0 > p->row0 ? row0 : p->row0;
+        size_t b = row0 + rows < p->row0 + p->rows ? row0 + rows : p->row0 + p->rows;
+        if (a < b)
+            TSR_TRY(read_part(s, p, a - p->row0, b - a, dst + (a - row0) * p->cols, scratch, err,
+                              err_len));
+    }
+    return 0;
 }
 
 static void mark_used(const ct2_source *s, tsr_ct2_variable *v)
@@ -273,11 +289,25 @@ static int fetch(void *ctx, const char *name, const size_t *shape, size_t ndim, 
     }
     if (!dst)
         return 0;
-    for (int i = 0; i < n; i++)
-        TSR_TRY(read_part(s, &parts[i], dst + parts[i].row0 * parts[i].cols, scratch, err,
-                          err_len));
+    TSR_TRY(read_rows(s, parts, n, 0, shape[0], dst, scratch, err, err_len));
     return tsr_weights_check_finite(parts[0].var ? parts[0].var->name : parts[1].var->name, dst,
-                                    count, err, err_len);
+                                    count, 0, err, err_len);
+}
+
+/* Rows [row0, row0 + rows) of a linear weight the checking pass vouched for. */
+static int fetch_rows(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
+                      size_t rows, float *dst, void *scratch, char *err, size_t err_len)
+{
+    const ct2_source *s = ctx;
+    part parts[2];
+    size_t shape[2] = {total_rows, cols};
+    int n = find_parts(s, name, shape, 2, 0, parts, err, err_len);
+    if (n <= 0)
+        return n < 0 ? n : tsr_fail_internal(err, err_len, "tensor '%s': no variable", name);
+    TSR_TRY(read_rows(s, parts, n, row0, rows, dst, scratch, err, err_len));
+    /* The value's place in the whole tensor, as a whole fetch names it. */
+    return tsr_weights_check_finite(parts[0].var ? parts[0].var->name : parts[1].var->name, dst,
+                                    rows * cols, row0 * cols, err, err_len);
 }
 
 /* Whether an int8 variable holds -128 among its first `count` values, read
@@ -325,7 +355,7 @@ static int fetch_i8(void *ctx, const char *name, size_t rows, size_t cols, int8_
         TSR_TRY(tsr_ct2_read(&s->m->file, p->var, 0, p->rows * cols, rows_q, err, err_len));
         if (tsr_i8_holds_min(rows_q, p->rows * cols))
             return 1;
-        TSR_TRY(read_scales(s, p, scales + p->row0, err, err_len));
+        TSR_TRY(read_scales(s, p, 0, p->rows, scales + p->row0, err, err_len));
         for (size_t r = 0; r < p->rows; r++)
             scales[p->row0 + r] = 1.0f / scales[p->row0 + r];
     }
@@ -359,7 +389,8 @@ static int load(const tessera_load_options *options, tsr_ct2_model *cm,
     if (threads == 0)
         threads = tsr_threads_allowed_cpus();
     ct2_source s = {.m = cm, .kernels = kernels};
-    tsr_weight_source src = {.fetch = fetch, .fetch_i8 = fetch_i8, .ctx = &s, .concurrent = 1};
+    tsr_weight_source src = {.fetch = fetch, .fetch_rows = fetch_rows, .fetch_i8 = fetch_i8,
+                             .ctx = &s, .concurrent = 1};
     TSR_TRY(tsr_model_build(&cm->cfg, kernels, type, options ? options->numa : NULL, threads, &src,
                             model, err, err_len));
     int rc = tsr_ct2_check_all_used(cm, err, err_len);
