@@ -25,9 +25,10 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: tessera bench [OPTIONS]\n"
             "\n"
-            "Times built-in configurations on reproducible random weights (no files needed):\n"
-            "  base: d_model 512, 8 heads, d_ff 2048, 6+6 layers, vocab 8000\n"
-            "  big:  d_model 1024, 16 heads, d_ff 4096, 6+6 layers, vocab 8000\n"
+            "Times built-in configurations on reproducible random weights (no files needed):\n");
+    for (size_t i = 0; i < cli_bench_config_count; i++)
+        fprintf(f, "  %-9s %s\n", cli_bench_configs[i].name, cli_bench_configs[i].what);
+    fprintf(f,
             "or, with --model, a real model. Sentences are reproducible random ids from the\n"
             "source (and, for score, target) vocabulary, special ids (unk, pad, bos, eos)\n"
             "excluded.\n"
@@ -52,14 +53,15 @@ static void usage(FILE *f)
             "            the page cache into fresh huge-page memory (read_ms), alternated,\n"
             "            the best of --repeat each, and ratio=load_ms/read_ms; a built-in\n"
             "            configuration is first written as an F32 model to a temporary\n"
-            "            directory ($TMPDIR, else /tmp; 226 MB for base, 804 MB for big).\n"
+            "            directory ($TMPDIR, else /tmp; 226 MB for base, 804 MB for big,\n"
+            "            2.5 GB for nllb600m).\n"
             "            Not part of 'all': name it.\n"
             "Decoding runs exactly --tgt-len tokens per sentence on the built-in\n"
             "configurations (the random generator never prefers EOS). A real model may stop\n"
             "at EOS sooner: its lines add tgt_tokens=, the target tokens produced (EOS not\n"
             "counted; beam4: the best hypotheses), over which tok_per_s is computed.\n"
-            "Lines name the model as config=base, config=big, or config=NAME, the last\n"
-            "component of the model's directory.\n"
+            "Lines name the model as config=base (a built-in configuration's name), or\n"
+            "config=NAME, the last component of the model's directory.\n"
             "Each line ends with the case's work per run: f32_flops= (multiplies and adds\n"
             "of linear layers on f32 or bf16 weights, and of attention), i8_ops= (of linear\n"
             "layers on int8 weights), bytes= (what must stream at the least: each layer's\n"
@@ -71,7 +73,8 @@ static void usage(FILE *f)
             "of the time (perf/README.md).\n"
             "\n"
             "Options:\n"
-            "  --config base|big|all   built-in configurations to run (default base)\n");
+            "  --config LIST           comma-separated built-in configurations, or all: every\n"
+            "                          one (default base)\n");
     cli_usage_model(f, "--model DIR|NAME", "time this model instead of a built-in one:");
     fprintf(f,
             "  --case LIST             comma-separated cases, or all: every case but load\n"
@@ -99,19 +102,6 @@ static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* The sizes of a built-in configuration; everything else is config.json's
- * defaults (post-norm, ReLU, max_positions 1024, the usual special ids). */
-static void config_of(const char *name, tessera_config *c)
-{
-    int big = strcmp(name, "big") == 0;
-    tessera_config_defaults(c);
-    c->d_model = big ? 1024 : 512;
-    c->n_heads = big ? 16 : 8;
-    c->d_ff = big ? 4096 : 2048;
-    c->n_encoder_layers = c->n_decoder_layers = 6;
-    c->src_vocab_size = c->tgt_vocab_size = 8000;
 }
 
 typedef struct bench_case {
@@ -348,15 +338,47 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }
 
-static int case_selected(const char *list, const char *name)
+/* Whether `name` is an item of the comma-separated list, or the list is
+ * "all". */
+static int in_list(const char *list, const char *name)
 {
     if (strcmp(list, "all") == 0)
-        return strcmp(name, "load") != 0;
+        return 1;
     size_t n = strlen(name);
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
         if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
             return 1;
     return 0;
+}
+
+/* "all" is every case but load. */
+static int case_selected(const char *list, const char *name)
+{
+    return strcmp(list, "all") == 0 ? strcmp(name, "load") != 0 : in_list(list, name);
+}
+
+/* Every item of --config names a built-in configuration (or is all). */
+static int check_configs(const char *list)
+{
+    if (strcmp(list, "all") == 0)
+        return 0;
+    char names[256] = "";
+    for (size_t i = 0; i < cli_bench_config_count; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ",
+                 cli_bench_configs[i].name);
+    for (const char *p = list;; p++) {
+        size_t n = strcspn(p, ",");
+        int known = 0;
+        for (size_t i = 0; i < cli_bench_config_count; i++)
+            known |= strlen(cli_bench_configs[i].name) == n &&
+                     strncmp(cli_bench_configs[i].name, p, n) == 0;
+        if (!known)
+            return cli_error("bench: --config '%.*s': no such configuration (%sall)", (int)n, p,
+                             names);
+        p += n;
+        if (*p == '\0')
+            return 0;
+    }
 }
 
 /* Reproducible random ids from a vocabulary, its special ids left out. */
@@ -539,13 +561,14 @@ static int bench_model(const tessera_model *m, const char *label, int real, cons
     return status;
 }
 
-static int bench_config(const char *name, const bench_options *given)
+static int bench_config(const cli_bench_config *b, const bench_options *given)
 {
     tessera_config c;
     tessera_model *m;
     char err[512];
     bench_options o = *given;
-    config_of(name, &c);
+    const char *name = b->name;
+    cli_bench_config_of(b, &c);
     if (fit_lengths(&o, name, c.max_positions) != 0)
         return 1;
     if (case_selected(o.cases, "load") && bench_config_load(name, &c, &o) != 0)
@@ -645,10 +668,8 @@ int cli_bench(int argc, char **argv)
         return cli_error("bench: --model and --config exclude each other (a model from files, "
                          "or built-in configurations)");
     const char *config = o.config ? o.config : "base";
-    int base = strcmp(config, "base") == 0 || strcmp(config, "all") == 0;
-    int big = strcmp(config, "big") == 0 || strcmp(config, "all") == 0;
-    if (!base && !big)
-        return cli_error("bench: --config '%s': expected base, big or all", config);
+    if (check_configs(config) != 0)
+        return 1;
     for (size_t i = 0, any = 0; i <= sizeof cases / sizeof cases[0]; i++) {
         if (i == sizeof cases / sizeof cases[0]) {
             if (!any)
@@ -663,9 +684,8 @@ int cli_bench(int argc, char **argv)
     }
     if (o.model)
         return bench_files(&o);
-    if (base && bench_config("base", &o) != 0)
-        return 1;
-    if (big && bench_config("big", &o) != 0)
-        return 1;
+    for (size_t i = 0; i < cli_bench_config_count; i++)
+        if (in_list(config, cli_bench_configs[i].name) && bench_config(&cli_bench_configs[i], &o))
+            return 1;
     return 0;
 }

@@ -6,6 +6,21 @@
 
 #include "core/tessera.h"
 
+/* A built-in configuration (cli/bench_configs.c): its sizes; everything
+ * else is config.json's defaults (post-norm, ReLU, max_positions 1024, the
+ * usual special ids). `tied`: one table for both sides and the output. */
+typedef struct cli_bench_config {
+    const char *name, *what;
+    int d_model, n_heads, d_ff, layers, vocab, tied;
+} cli_bench_config;
+
+extern const cli_bench_config cli_bench_configs[];
+extern const size_t cli_bench_config_count;
+
+/* The configuration called `name`, or NULL. */
+const cli_bench_config *cli_bench_config_find(const char *name);
+void cli_bench_config_of(const cli_bench_config *b, tessera_config *c);
+
 /* Writes config.json and an F32 model.safetensors of reproducible random
  * weights for the encoder-decoder `c` into the existing directory `dir`.
  * 0, or -1 with a message naming the file. */

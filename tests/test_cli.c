@@ -1150,6 +1150,15 @@ Test(cli, bench_model_and_config_together)
     test_run_free(&r);
 }
 
+/* A configuration that is not built in is named, with the ones that are,
+ * before anything runs (here after one that is). */
+Test(cli, bench_unknown_config)
+{
+    test_run r = run("", "bench", "--config", "argos,nllb-600m", "--case", "greedy");
+    expect_failure(&r, "--config 'nllb-600m'", "base, big, argos, opus-mt, nllb600m, all", 0);
+    test_run_free(&r);
+}
+
 /* ---- options and environment ------------------------------------------------------- */
 
 Test(cli, unknown_flag)
