@@ -167,10 +167,13 @@ typedef struct tsr_kernels {
     size_t (*pack_bytes)(const struct tsr_kernels *ks, tsr_weight_type type, size_t n, size_t k);
     void (*pack_linear)(const struct tsr_kernels *ks, tsr_weight_type type, const float *w,
                         size_t n, size_t k, void *panels);
-    /* The int8 packing of weights already quantized (simd/int8.h's form):
-     * q [n][k] in -127..127 and one scale > 0 per row, taken as they are. */
+    /* The int8 packing of weights already quantized (simd/int8.h's form),
+     * rows [r0, r0 + rows) of an n x k weight: q [rows][k] in -127..127 and
+     * one scale > 0 per row, taken as they are. r0 is a multiple of
+     * linear_n_align and rows one too unless r0 + rows = n: packing every
+     * block of a weight so (the whole: r0 0, rows n) gives the whole's bytes. */
     void (*pack_linear_i8)(const struct tsr_kernels *ks, const int8_t *q, const float *scales,
-                           size_t n, size_t k, void *panels);
+                           size_t n, size_t k, size_t r0, size_t rows, void *panels);
     void (*linear)(const struct tsr_kernels *ks, const tsr_linear_args *a);
     size_t ffn_block_rows;
     void (*ffn)(const struct tsr_kernels *ks, const tsr_ffn_args *a);

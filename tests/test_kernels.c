@@ -527,7 +527,7 @@ static void check_linear_int8(const tsr_kernels *ks, const char *set)
         void *i8_panels = alloc_aligned(ks->pack_bytes(ks, TSR_WEIGHTS_INT8, s->n, s->k));
         if (from_file) {
             quantize_like_a_file(&c, wq, scale);
-            ks->pack_linear_i8(ks, wq, scale, s->n, s->k, i8_panels);
+            ks->pack_linear_i8(ks, wq, scale, s->n, s->k, 0, s->n, i8_panels);
         } else {
             ref_quantize_weights_i8(c.w.p, c.w.ld, s->n, s->k, wq, scale);
             ks->pack_linear(ks, TSR_WEIGHTS_INT8, c.w.p, s->n, s->k, i8_panels);
@@ -670,7 +670,9 @@ ParameterizedTest(set_param *p, kernels, linear_small_blocks)
 /* f32 and bf16 packings hold the rows in order (simd/kernels.h): a weight
  * packed a block of rows at a time, each block at its rows' byte offset (as
  * the load packs a large one), is the whole's packing byte for byte, every
- * byte written. Blocks of 1, 2 and 3 times linear_n_align rows. */
+ * byte written; so is an int8 weight packed by blocks of rows
+ * (pack_linear_i8's r0 and rows). Blocks of 1, 2 and 3 times
+ * linear_n_align rows. */
 ParameterizedTestParameters(kernels, pack_in_row_blocks)
 {
     return each_set();
@@ -710,6 +712,34 @@ ParameterizedTest(set_param *p, kernels, pack_in_row_blocks)
             free(whole);
             free(blocks);
         }
+        /* int8 rows already quantized (pack_linear_i8), the same way. */
+        int8_t *q = malloc(n * k);
+        float *scales = malloc(n * sizeof *scales);
+        size_t bytes = ks->pack_bytes(ks, TSR_WEIGHTS_INT8, n, k);
+        unsigned char *whole = alloc_aligned(bytes), *blocks = alloc_aligned(bytes);
+        cr_assert(q && scales);
+        for (size_t i = 0; i < n * k; i++)
+            q[i] = (int8_t)((int)(ref_rng_u32(&rng) % 255) - 127);
+        for (size_t r = 0; r < n; r++)
+            scales[r] = (float)(1 + ref_rng_u32(&rng) % 1000) / 4096.0f;
+        memset(whole, 0xab, bytes);
+        ks->pack_linear_i8(ks, q, scales, n, k, 0, n, whole);
+        for (size_t times = 1; times <= 3; times++) {
+            size_t block = times * ks->linear_n_align;
+            memset(blocks, 0xcd, bytes);
+            for (size_t r0 = 0; r0 < n; r0 += block)
+                ks->pack_linear_i8(ks, q + r0 * k, scales + r0, n, k, r0,
+                                   n - r0 < block ? n - r0 : block, blocks);
+            for (size_t b = 0; b < bytes; b++)
+                cr_assert(whole[b] == blocks[b],
+                          "[%s] int8 packing of %zu x %zu in blocks of %zu rows: byte %zu of %zu "
+                          "is 0x%02x, the whole's 0x%02x",
+                          set, n, k, block, b, bytes, blocks[b], whole[b]);
+        }
+        free(q);
+        free(scales);
+        free(whole);
+        free(blocks);
         buffer_free(&w);
     }
 }
@@ -1563,7 +1593,7 @@ ParameterizedTest(set_param *p, kernels, embed_packed)
                 table.p[r * s->d + c] = (float)q[r * s->d + c] * scales[r];
             }
         }
-        ks->pack_linear_i8(ks, q, scales, s->vocab, s->d, i8_panels);
+        ks->pack_linear_i8(ks, q, scales, s->vocab, s->d, 0, s->vocab, i8_panels);
         tsr_packed_linear w8 = {.n = s->vocab, .k = s->d, .panels = i8_panels,
                                 .type = TSR_WEIGHTS_INT8};
         ks->embed(ids, s->count, table.p, s->d, s->scale, pos_rows, want.p, want.ld);

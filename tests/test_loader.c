@@ -1446,7 +1446,8 @@ ParameterizedTest(set_case *c, packed, same_bytes_whatever_the_dtype_and_threads
 /* A linear weight of more than the load's staging (2^20 values: the output
  * layer of a 70,001-token vocabulary at d_model 16) is fetched and packed a
  * block of rows at a time: its panels are the kernel set's packing of the
- * whole, in f32 and bf16, from an F32 and an F16 file, on 1 and 3 threads. */
+ * whole, in f32, bf16 and int8, from an F32 and an F16 file, on 1 and 3
+ * threads, and from an I8 file its q and scales packed as they are. */
 Test(packed, a_large_weight_packed_a_block_of_rows_at_a_time)
 {
     tessera_config cfg;
@@ -1460,14 +1461,17 @@ Test(packed, a_large_weight_packed_a_block_of_rows_at_a_time)
     char *f32 = write_variant(mw, "large-f32");
     mw_set_dtype(mw, "generator.weight", "F16");
     char *f16 = write_variant(mw, "large-f16");
-    static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16};
-    for (size_t t = 0; t < 2; t++)
+    mw_set_dtype(mw, "generator.weight", "F32");
+    static const tessera_compute_type types[] = {TESSERA_COMPUTE_F32, TESSERA_COMPUTE_BF16,
+                                                 TESSERA_COMPUTE_INT8};
+    for (size_t t = 0; t < 3; t++)
         for (int v = 0; v < 2; v++)
             for (int threads = 1; threads <= 3; threads += 2) {
                 tessera_model *m = load_packed(v ? f16 : f32, types[t], threads);
                 const tsr_kernels *ks = m->kernels;
-                tsr_weight_type wt = types[t] == TESSERA_COMPUTE_BF16 ? TSR_WEIGHTS_BF16
-                                                                      : TSR_WEIGHTS_F32;
+                tsr_weight_type wt = types[t] == TESSERA_COMPUTE_BF16   ? TSR_WEIGHTS_BF16
+                                     : types[t] == TESSERA_COMPUTE_INT8 ? TSR_WEIGHTS_INT8
+                                                                        : TSR_WEIGHTS_F32;
                 size_t bytes = ks->pack_bytes(ks, wt, cfg.tgt_vocab_size, 16);
                 void *want = malloc(bytes);
                 cr_assert(want);
@@ -1479,6 +1483,32 @@ Test(packed, a_large_weight_packed_a_block_of_rows_at_a_time)
                 free(want);
                 tessera_model_free(m);
             }
+    /* An I8 file at compute type int8: its q and scales packed as they are. */
+    mw_quantize_i8(mw, "generator.weight");
+    g = mw_find(mw, "generator.weight"); /* the tensors may have moved */
+    char *i8 = write_variant(mw, "large-i8");
+    const float *scales = mw_find(mw, "generator.weight_scale")->values;
+    size_t count = g->count;
+    int8_t *q = malloc(count);
+    cr_assert(q);
+    for (size_t j = 0; j < count; j++)
+        q[j] = (int8_t)lroundf(g->values[j] * 100.0f); /* as mw_quantize_i8 stores them */
+    for (int threads = 1; threads <= 3; threads += 2) {
+        tessera_model *m = load_packed(i8, TESSERA_COMPUTE_INT8, threads);
+        const tsr_kernels *ks = m->kernels;
+        size_t bytes = ks->pack_bytes(ks, TSR_WEIGHTS_INT8, cfg.tgt_vocab_size, 16);
+        void *want = malloc(bytes);
+        cr_assert(want);
+        ks->pack_linear_i8(ks, q, scales, cfg.tgt_vocab_size, 16, 0, cfg.tgt_vocab_size, want);
+        cr_expect(memcmp(m->generator.panels, want, bytes) == 0,
+                  "I8 file, compute type int8, %d threads: the output layer's panels are not the "
+                  "packing of its q and scales",
+                  threads);
+        free(want);
+        tessera_model_free(m);
+    }
+    free(q);
+    free(i8);
     free(f32);
     free(f16);
     mw_model_free(mw);

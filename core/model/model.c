@@ -21,6 +21,7 @@
 #include "base/errors.h"
 #include "base/memory.h"
 #include "core/model/sinusoid.h"
+#include "simd/int8.h"
 #include "text/tokenizer.h"
 #include "threads/machine.h"
 #include "threads/threads.h"
@@ -375,7 +376,7 @@ static int fetch_embeddings(builder *b)
     int tied = m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection;
     if (b->checking && tied && m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
         int rc = b->src->fetch_i8(b->src->ctx, "tgt_tok_emb.embedding.weight", tgt_shape[0], d,
-                                  NULL, NULL, b->err, b->err_len);
+                                  0, tgt_shape[0], NULL, NULL, b->err, b->err_len);
         if (rc < 0)
             return rc;
         b->tied_as_i8 = rc == 0;
@@ -594,25 +595,82 @@ typedef struct staging {
     void *scratch;
 } staging;
 
-/* Values of a large float linear weight staged at a time (4 MiB): a whole
- * one would be staged at once, the load's peak memory above the model by
- * its largest weight (a 32,000 x 512 output layer: 62.5 MiB). */
+/* Values of a large linear weight staged at a time (4 MiB of floats, and
+ * as many int8 values): a whole one would be staged at once, the load's
+ * peak memory above the model by its largest weight (a 32,000 x 512 output
+ * layer: 62.5 MiB). */
 #define STAGE_VALUES ((size_t)1 << 20)
 
-/* A linear weight of one part packed as f32 or bf16, a block of rows at a
- * time (simd/kernels.h: such packings hold the rows in order), when the
- * source reads rows; 1 when the job is not one for it. */
+/* Rows [r0, r0 + rows) of the float weight in `w` quantized as the int8
+ * packing quantizes (simd/int8.h: a scale per row, round to nearest even),
+ * into q and scales. */
+static void quantize_rows(const float *w, size_t rows, size_t k, int8_t *q, float *scales)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *row = w + r * k;
+        float amax = 0.0f;
+        for (size_t p = 0; p < k; p++)
+            amax = fmaxf(amax, fabsf(row[p]));
+        scales[r] = tsr_i8_weight_scale(amax);
+        for (size_t p = 0; p < k; p++)
+            q[r * k + p] = tsr_i8_round(row[p] / scales[r]);
+    }
+}
+
+/* One block of rows of an int8 layer: the source's int8 rows as they are
+ * when `as_i8` (1 when it does not hold them so), else its floats quantized
+ * here. The quantized rows go after the floats in the staging. */
+static int pack_i8_block(const tessera_model *m, const tsr_weight_source *src,
+                         const staging *st, load_job *job, size_t r0, size_t rows, int as_i8)
+{
+    const tsr_kernels *kern = m->kernels;
+    tsr_packed_linear *lin = job->parts[0];
+    size_t n = job->shape[0], k = job->shape[1];
+    int8_t *q = (int8_t *)(st->values + STAGE_VALUES);
+    if (as_i8) {
+        int rc = src->fetch_i8(src->ctx, job->name, n, k, r0, rows, q, st->scales, job->err,
+                               sizeof job->err);
+        if (rc != 0)
+            return rc;
+    } else {
+        TSR_TRY(src->fetch_rows(src->ctx, job->name, n, k, r0, rows, st->values, st->scratch,
+                                job->err, sizeof job->err));
+        quantize_rows(st->values, rows, k, q, st->scales);
+    }
+    kern->pack_linear_i8(kern, q, st->scales, n, k, r0, rows, lin->panels);
+    return 0;
+}
+
+/* A linear weight of one part packed a block of rows at a time (simd/
+ * kernels.h: f32 and bf16 packings hold the rows in order, the int8 one
+ * packs blocks of rows), when the source reads rows; 1 when the job is not
+ * one for it. In int8, a source that holds the weight as int8 rows gives
+ * them as they are, block by block; should a block not be (a -128), the
+ * whole weight is quantized here from its floats, as a whole fetch does. */
 static int run_job_in_blocks(const tessera_model *m, const tsr_weight_source *src,
                              const staging *st, load_job *job)
 {
     const tsr_kernels *kern = m->kernels;
     size_t n = job->shape[0], k = job->shape[1], align = kern->linear_n_align;
     if (!src->fetch_rows || job->copy_to || job->n_parts != 1 || job->part_row0[0] != 0 ||
-        m->weight_type == TSR_WEIGHTS_INT8 || n * k <= STAGE_VALUES || align == 0 ||
-        k > STAGE_VALUES / align)
+        n * k <= STAGE_VALUES || align == 0 || k > STAGE_VALUES / align)
         return 1;
     tsr_packed_linear *lin = job->parts[0];
     size_t block = STAGE_VALUES / k / align * align;
+    if (m->weight_type == TSR_WEIGHTS_INT8) {
+        int as_i8 = src->fetch_i8 != NULL;
+        for (size_t r0 = 0; r0 < n; r0 += block) {
+            int rc = pack_i8_block(m, src, st, job, r0, n - r0 < block ? n - r0 : block, as_i8);
+            if (rc == 1 && as_i8) { /* not int8 as it is: all of it from floats */
+                as_i8 = 0;
+                r0 = 0;
+                rc = pack_i8_block(m, src, st, job, r0, n - r0 < block ? n - r0 : block, as_i8);
+            }
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
     size_t value = m->weight_type == TSR_WEIGHTS_BF16 ? 2 : sizeof(float);
     for (size_t r0 = 0; r0 < n; r0 += block) {
         size_t rows = n - r0 < block ? n - r0 : block;
@@ -660,15 +718,15 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
                         job->err, sizeof job->err);
         w = job->copy_to;
         if (rc == 0 && m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
-            int i8 = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales,
-                                   job->err, sizeof job->err);
+            int i8 = src->fetch_i8(src->ctx, job->name, n, k, 0, n, (int8_t *)st->values,
+                                   st->scales, job->err, sizeof job->err);
             rc = i8 < 0 ? i8 : 0;
             staged_i8 = i8 == 0;
         }
     } else {
         if (m->weight_type == TSR_WEIGHTS_INT8 && src->fetch_i8) {
-            rc = src->fetch_i8(src->ctx, job->name, n, k, (int8_t *)st->values, st->scales,
-                               job->err, sizeof job->err);
+            rc = src->fetch_i8(src->ctx, job->name, n, k, 0, n, (int8_t *)st->values,
+                               st->scales, job->err, sizeof job->err);
             staged_i8 = rc == 0;
         }
         if (rc == 1)
@@ -683,7 +741,7 @@ static void run_job(const tessera_model *m, const tsr_weight_source *src, const 
         size_t row0 = job->part_row0[i];
         if (staged_i8)
             kern->pack_linear_i8(kern, (const int8_t *)st->values + row0 * k, st->scales + row0,
-                                 lin->n, lin->k, lin->panels);
+                                 lin->n, lin->k, 0, lin->n, lin->panels);
         else
             kern->pack_linear(kern, lin->type, w + row0 * k, lin->n, lin->k, lin->panels);
     }
@@ -750,6 +808,9 @@ static int run_jobs(builder *b, const tsr_weight_source *src, int threads, size_
     if ((size_t)threads > n)
         threads = (int)n;
     size_t values = largest_weight(&m->cfg), rows = largest_rows(&m->cfg);
+    /* A block of an int8 layer: its floats and then its int8 values. */
+    if (values < STAGE_VALUES + STAGE_VALUES / 4)
+        values = STAGE_VALUES + STAGE_VALUES / 4;
     size_t scratch = tsr_fetch_scratch_bytes(largest > values ? largest : values, rows);
     staging *st = tsr_calloc((size_t)threads, sizeof *st);
     load_job **order = tsr_calloc(n, sizeof *order);

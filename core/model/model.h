@@ -125,14 +125,16 @@ typedef struct tsr_weight_source {
      * where a whole one would be staged at once. */
     int (*fetch_rows)(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
                       size_t rows, float *dst, void *scratch, char *err, size_t err_len);
-    /* A linear weight [rows][cols] already quantized (int8 values in
-     * -127..127 and a scale per row), for compute type int8, or NULL when
-     * the source has none: returns 1 when the tensor is not held so (the
+    /* Rows [row0, row0 + rows) of a linear weight [total_rows][cols]
+     * already quantized (int8 values in -127..127 and a scale per row), for
+     * compute type int8, or NULL when the source has none: returns 1 when
+     * the tensor (or a value of those rows: a -128) is not held so (the
      * caller then fetches floats), 0 when q and scales were filled, a
-     * negative tessera_status on error. With q NULL it only answers (0: it
-     * would fill them), reading nothing into the caller's memory. */
-    int (*fetch_i8)(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
-                    float *scales, char *err, size_t err_len);
+     * negative tessera_status on error. With q NULL it only answers for the
+     * whole tensor (0: it would fill them all), reading nothing into the
+     * caller's memory. */
+    int (*fetch_i8)(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
+                    size_t rows, int8_t *q, float *scales, char *err, size_t err_len);
     void *ctx;
     /* Non-zero when fetch and fetch_i8 may run on several threads at once
      * (a file); a source with state (the random one) is read in order. */

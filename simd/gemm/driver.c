@@ -408,12 +408,12 @@ static void table_pack_linear(const tsr_kernels *ks, tsr_weight_type type, const
 }
 
 static void table_pack_linear_i8(const tsr_kernels *ks, const int8_t *q, const float *scales,
-                                 size_t n, size_t k, void *panels)
+                                 size_t n, size_t k, size_t r0, size_t rows, void *panels)
 {
     if (ks->gemm->i8)
-        tsr_gemm_i8_pack_quantized(ks->gemm->i8, q, scales, n, k, panels);
+        tsr_gemm_i8_pack_quantized(ks->gemm->i8, q, scales, n, k, r0, rows, panels);
     else
-        tsr_i8_pack_quantized__scalar(q, scales, n, k, panels);
+        tsr_i8_pack_quantized__scalar(q, scales, n, k, r0, rows, panels);
 }
 
 static void table_linear(const tsr_kernels *ks, const tsr_linear_args *a)

@@ -254,8 +254,11 @@ void tsr_gemm_i8_dequantize(const int32_t *acc, size_t n, int32_t offset, const 
 size_t tsr_gemm_i8_pack_bytes(const tsr_gemm_i8_kernel *kernel, size_t n, size_t k);
 void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, size_t n,
                              size_t k, void *panels);
+/* Rows [r0, r0 + rows) of an n x k weight already quantized (the kernel
+ * table's pack_linear_i8). */
 void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *q,
-                                const float *scales, size_t n, size_t k, void *panels);
+                                const float *scales, size_t n, size_t k, size_t r0, size_t rows,
+                                void *panels);
 /* Row j < n of packed int8 weights as floats: out[p] = (float)q[j][p] *
  * scale[j], p < k. */
 void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,

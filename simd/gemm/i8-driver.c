@@ -73,6 +73,18 @@ size_t tsr_gemm_i8_pack_bytes(const tsr_gemm_i8_kernel *kernel, size_t n, size_t
     return layout_of(kernel, n, k).bytes;
 }
 
+/* The bytes between the scales, the sums and the panels: zeros, so that a
+ * packing's bytes are all its own (for an nr whose rows' scales do not end
+ * on 64 bytes: NEON's 12). */
+static void clear_gaps(const i8_layout *l, void *panels)
+{
+    char *p = panels;
+    size_t scales_end = l->scales_at + l->n_pad * sizeof(float);
+    size_t sums_end = l->sums_at + l->n_pad * sizeof(int32_t);
+    memset(p + scales_end, 0, l->sums_at - scales_end);
+    memset(p + sums_end, 0, l->panels_at - sums_end);
+}
+
 /* Unit scales and zero sums for the padding rows past n (their panel
  * values are zeros: they add nothing to any sum). */
 static void pad_rows(const i8_layout *l, void *panels, size_t n)
@@ -161,6 +173,7 @@ void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, s
 {
     const i8_layout l = layout_of(kernel, n, k);
     const size_t nr = kernel->nr;
+    clear_gaps(&l, panels);
     /* A panel's rows a chunk of k at a time, quantized into q, then moved
      * into the panel group by group. */
     int8_t q[TSR_GEMM_I8_NR_MAX * PACK_CHUNK];
@@ -197,22 +210,28 @@ void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, s
 }
 
 void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *q,
-                                const float *scales, size_t n, size_t k, void *panels)
+                                const float *scales, size_t n, size_t k, size_t r0,
+                                size_t block_rows, void *panels)
 {
     const i8_layout l = layout_of(kernel, n, k);
-    const size_t nr = kernel->nr;
-    for (size_t j0 = 0; j0 < l.n_pad; j0 += nr) {
+    const size_t nr = kernel->nr, end = r0 + block_rows;
+    clear_gaps(&l, panels);
+    /* The last block also packs the padding panel rows past n. */
+    const size_t last = end == n ? l.n_pad : end;
+    for (size_t j0 = r0; j0 < last; j0 += nr) {
         const size_t rows = j0 < n ? min_size(n - j0, nr) : 0;
+        const int8_t *src = q + (j0 - r0) * k;
         /* A piece of every row at a time: 16 groups are one cache line of
          * each row read, 2 KiB of panel written for nr = 32. */
         int8_t *panel = panel_of(kernel, &l, panels, j0);
         for (size_t g0 = 0; g0 < l.k4; g0 += 16)
-            store_groups(nr, q + j0 * k + g0 * 4, k, rows, min_size(k - g0 * 4, 64),
+            store_groups(nr, src + g0 * 4, k, rows, min_size(k - g0 * 4, 64),
                          min_size(l.k4 - g0, 16), panel + g0 * nr * 4);
         for (size_t c = 0; c < rows; c++)
-            store_scale(&l, panels, j0 + c, scales[j0 + c], row_sum(q + (j0 + c) * k, k));
+            store_scale(&l, panels, j0 + c, scales[j0 - r0 + c], row_sum(src + c * k, k));
     }
-    pad_rows(&l, panels, n);
+    if (end == n)
+        pad_rows(&l, panels, n);
 }
 
 void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,

@@ -26,6 +26,13 @@ static size_t scales_bytes(size_t n)
     return (n * sizeof(float) + 63) / 64 * 64;
 }
 
+/* The bytes between the scales and the values: zeros, so that a packing's
+ * bytes are all its own. */
+static void clear_gap(void *panels, size_t n)
+{
+    memset((char *)panels + n * sizeof(float), 0, scales_bytes(n) - n * sizeof(float));
+}
+
 size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k)
 {
     return scales_bytes(n) + n * k;
@@ -33,6 +40,7 @@ size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k)
 
 void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels)
 {
+    clear_gap(panels, n);
     float *scales = panels;
     int8_t *q = (int8_t *)((char *)panels + scales_bytes(n));
     for (size_t j = 0; j < n; j++) {
@@ -48,10 +56,11 @@ void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels
 }
 
 void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t n, size_t k,
-                                   void *panels)
+                                   size_t r0, size_t rows, void *panels)
 {
-    memcpy(panels, scales, n * sizeof *scales);
-    memcpy((char *)panels + scales_bytes(n), q, n * k);
+    clear_gap(panels, n);
+    memcpy((float *)panels + r0, scales, rows * sizeof *scales);
+    memcpy((char *)panels + scales_bytes(n) + r0 * k, q, rows * k);
 }
 
 void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out)
@@ -63,10 +72,10 @@ void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float 
 }
 
 static void table_pack_quantized(const tsr_kernels *ks, const int8_t *q, const float *scales,
-                                 size_t n, size_t k, void *panels)
+                                 size_t n, size_t k, size_t r0, size_t rows, void *panels)
 {
     (void)ks;
-    tsr_i8_pack_quantized__scalar(q, scales, n, k, panels);
+    tsr_i8_pack_quantized__scalar(q, scales, n, k, r0, rows, panels);
 }
 
 void tsr_i8_bind__scalar(tsr_kernels *t)

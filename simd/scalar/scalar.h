@@ -34,9 +34,9 @@ void tsr_f32_linear__scalar(const tsr_kernels *ks, const tsr_linear_args *a);
 size_t tsr_i8_pack_bytes__scalar(size_t n, size_t k);
 void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels);
 /* The same layout from weights already quantized (q in -127..127, scales
- * > 0), taken as they are. */
+ * > 0), taken as they are: rows [r0, r0 + rows) of the n x k weight. */
 void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t n, size_t k,
-                                   void *panels);
+                                   size_t r0, size_t rows, void *panels);
 /* Row j < n of those packed weights as floats: out[p] = (float)q[j][p] *
  * scale[j], p < k. */
 void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out);

@@ -327,14 +327,14 @@ static int holds_int8_min(const ct2_source *s, const tsr_ct2_variable *v, size_t
 
 /* The file's int8 rows and scales as they are (w = q / scale there, q x
  * (1 / scale) here), for compute type int8; 1 when a part is not int8 with
- * a scale per row, or holds -128 (the caller then quantizes floats). With q
- * NULL it only answers, reading the values for a -128. */
-static int fetch_i8(void *ctx, const char *name, size_t rows, size_t cols, int8_t *q,
-                    float *scales, char *err, size_t err_len)
+ * a scale per row, or the rows hold -128 (the caller then quantizes
+ * floats). With q NULL it only answers, reading the values for a -128. */
+static int fetch_i8(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
+                    size_t rows, int8_t *q, float *scales, char *err, size_t err_len)
 {
     const ct2_source *s = ctx;
     part parts[2];
-    size_t shape[2] = {rows, cols};
+    size_t shape[2] = {total_rows, cols};
     char quiet[8];
     int n = find_parts(s, name, shape, 2, 0, parts, quiet, sizeof quiet);
     if (n <= 0)
@@ -351,13 +351,20 @@ static int fetch_i8(void *ctx, const char *name, size_t rows, size_t cols, int8_
                 return 1;
             continue;
         }
-        int8_t *rows_q = q + p->row0 * cols;
-        TSR_TRY(tsr_ct2_read(&s->m->file, p->var, 0, p->rows * cols, rows_q, err, err_len));
-        if (tsr_i8_holds_min(rows_q, p->rows * cols))
+        /* The part's rows inside [row0, row0 + rows). */
+        size_t a = row0 > p->row0 ? row0 : p->row0;
+        size_t b = row0 + rows < p->row0 + p->rows ? row0 + rows : p->row0 + p->rows;
+        if (a >= b)
+            continue;
+        int8_t *rows_q = q + (a - row0) * cols;
+        TSR_TRY(tsr_ct2_read(&s->m->file, p->var, (a - p->row0) * cols, (b - a) * cols, rows_q,
+                             err, err_len));
+        if (tsr_i8_holds_min(rows_q, (b - a) * cols))
             return 1;
-        TSR_TRY(read_scales(s, p, 0, p->rows, scales + p->row0, err, err_len));
-        for (size_t r = 0; r < p->rows; r++)
-            scales[p->row0 + r] = 1.0f / scales[p->row0 + r];
+        float *rows_scales = scales + (a - row0);
+        TSR_TRY(read_scales(s, p, a - p->row0, b - a, rows_scales, err, err_len));
+        for (size_t r = 0; r < b - a; r++)
+            rows_scales[r] = 1.0f / rows_scales[r];
     }
     return 0;
 }
