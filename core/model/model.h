@@ -136,8 +136,9 @@ typedef struct tsr_weight_source {
     int (*fetch_i8)(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
                     size_t rows, int8_t *q, float *scales, char *err, size_t err_len);
     void *ctx;
-    /* Non-zero when fetch and fetch_i8 may run on several threads at once
-     * (a file); a source with state (the random one) is read in order. */
+    /* Non-zero when fetch, fetch_rows and fetch_i8 may run on several
+     * threads at once (a file); a source with state (the random one) is
+     * read in order. */
     int concurrent;
 } tsr_weight_source;
 
