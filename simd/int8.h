@@ -40,6 +40,23 @@ static inline float tsr_i8_weight_scale(float amax)
     return amax > 0.0f ? amax / 127.0f : 1.0f;
 }
 
+/* The scale of weight row w[0, k): max |w| / 127 (tsr_i8_weight_scale). */
+static inline float tsr_i8_row_scale(const float *w, size_t k)
+{
+    float amax = 0.0f;
+    for (size_t p = 0; p < k; p++)
+        amax = fmaxf(amax, fabsf(w[p]));
+    return tsr_i8_weight_scale(amax);
+}
+
+/* q[p] = round(w[p] / scale) for p < n: a weight row's values (or a piece
+ * of them) at its row's scale. */
+static inline void tsr_i8_quantize_weights(const float *w, size_t n, float scale, int8_t *q)
+{
+    for (size_t p = 0; p < n; p++)
+        q[p] = tsr_i8_round(w[p] / scale);
+}
+
 /* 127 / amax, or 0 for an all-zero row (whose quantized values are all 0). */
 static inline float tsr_i8_activation_inverse(float amax)
 {

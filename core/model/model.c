@@ -62,6 +62,12 @@ typedef struct builder {
     size_t err_len;
 } builder;
 
+/* Values of a large linear weight staged at a time (4 MiB of floats, and
+ * as many int8 values): a whole one would be staged at once, the load's
+ * peak memory above the model by its largest weight (a 32,000 x 512 output
+ * layer: 62.5 MiB). */
+#define STAGE_VALUES ((size_t)1 << 20)
+
 /* a + b and a * b, saturating at SIZE_MAX (which no allocation then gets). */
 static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
@@ -361,6 +367,28 @@ static int position_table(builder *b, const char *name, size_t rows, int or_none
     return 0;
 }
 
+/* Whether the source gives linear weight `name` [rows][cols] as int8 rows
+ * taken as they are, every row (none holds -128): asked in the checking
+ * pass, through fetch_i8 a block of rows at a time into memory of its own. */
+static int source_holds_i8(builder *b, const char *name, size_t rows, size_t cols, int *holds)
+{
+    *holds = 0;
+    if (!b->src->fetch_i8 || cols == 0)
+        return 0;
+    size_t block = cols < STAGE_VALUES ? STAGE_VALUES / cols : 1;
+    int8_t *q = tsr_alloc(block * cols, 1);
+    float *scales = tsr_alloc_floats(block);
+    int rc = q && scales ? 0 : out_of_memory(b, name);
+    for (size_t r0 = 0; rc == 0 && r0 < rows; r0 += block)
+        rc = b->src->fetch_i8(b->src->ctx, name, rows, cols, r0,
+                              rows - r0 < block ? rows - r0 : block, q, scales, b->err,
+                              b->err_len);
+    tsr_free(q);
+    tsr_free(scales);
+    *holds = rc == 0;
+    return rc < 0 ? rc : 0;
+}
+
 static int fetch_embeddings(builder *b)
 {
     tessera_model *m = b->m;
@@ -374,13 +402,9 @@ static int fetch_embeddings(builder *b)
      * file's values. Otherwise (bf16, or int8 quantized here) the panels
      * hold other values, so the float table stays beside them. */
     int tied = m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection;
-    if (b->checking && tied && m->weight_type == TSR_WEIGHTS_INT8 && b->src->fetch_i8) {
-        int rc = b->src->fetch_i8(b->src->ctx, "tgt_tok_emb.embedding.weight", tgt_shape[0], d,
-                                  0, tgt_shape[0], NULL, NULL, b->err, b->err_len);
-        if (rc < 0)
-            return rc;
-        b->tied_as_i8 = rc == 0;
-    }
+    if (b->checking && tied && m->weight_type == TSR_WEIGHTS_INT8)
+        TSR_TRY(source_holds_i8(b, "tgt_tok_emb.embedding.weight", tgt_shape[0], d,
+                                &b->tied_as_i8));
     if (!m->cfg.share_embeddings)
         TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
     if (m->cfg.n_decoder_layers > 0 && !m->cfg.tie_output_projection)
@@ -595,25 +619,14 @@ typedef struct staging {
     void *scratch;
 } staging;
 
-/* Values of a large linear weight staged at a time (4 MiB of floats, and
- * as many int8 values): a whole one would be staged at once, the load's
- * peak memory above the model by its largest weight (a 32,000 x 512 output
- * layer: 62.5 MiB). */
-#define STAGE_VALUES ((size_t)1 << 20)
-
 /* Rows [r0, r0 + rows) of the float weight in `w` quantized as the int8
  * packing quantizes (simd/int8.h: a scale per row, round to nearest even),
  * into q and scales. */
 static void quantize_rows(const float *w, size_t rows, size_t k, int8_t *q, float *scales)
 {
     for (size_t r = 0; r < rows; r++) {
-        const float *row = w + r * k;
-        float amax = 0.0f;
-        for (size_t p = 0; p < k; p++)
-            amax = fmaxf(amax, fabsf(row[p]));
-        scales[r] = tsr_i8_weight_scale(amax);
-        for (size_t p = 0; p < k; p++)
-            q[r * k + p] = tsr_i8_round(row[p] / scales[r]);
+        scales[r] = tsr_i8_row_scale(w + r * k, k);
+        tsr_i8_quantize_weights(w + r * k, k, scales[r], q + r * k);
     }
 }
 
@@ -641,6 +654,17 @@ static int pack_i8_block(const tessera_model *m, const tsr_weight_source *src,
     return 0;
 }
 
+/* Every block of an int8 layer (pack_i8_block); 1 when, as_i8, a block is
+ * not held as int8 rows. */
+static int pack_i8_blocks(const tessera_model *m, const tsr_weight_source *src,
+                          const staging *st, load_job *job, size_t block, int as_i8)
+{
+    size_t n = job->shape[0];
+    for (size_t r0 = 0; r0 < n; r0 += block)
+        TSR_TRY(pack_i8_block(m, src, st, job, r0, n - r0 < block ? n - r0 : block, as_i8));
+    return 0;
+}
+
 /* A linear weight of one part packed a block of rows at a time (simd/
  * kernels.h: f32 and bf16 packings hold the rows in order, the int8 one
  * packs blocks of rows), when the source reads rows; 1 when the job is not
@@ -658,18 +682,8 @@ static int run_job_in_blocks(const tessera_model *m, const tsr_weight_source *sr
     tsr_packed_linear *lin = job->parts[0];
     size_t block = STAGE_VALUES / k / align * align;
     if (m->weight_type == TSR_WEIGHTS_INT8) {
-        int as_i8 = src->fetch_i8 != NULL;
-        for (size_t r0 = 0; r0 < n; r0 += block) {
-            int rc = pack_i8_block(m, src, st, job, r0, n - r0 < block ? n - r0 : block, as_i8);
-            if (rc == 1 && as_i8) { /* not int8 as it is: all of it from floats */
-                as_i8 = 0;
-                r0 = 0;
-                rc = pack_i8_block(m, src, st, job, r0, n - r0 < block ? n - r0 : block, as_i8);
-            }
-            if (rc != 0)
-                return rc;
-        }
-        return 0;
+        int rc = src->fetch_i8 ? pack_i8_blocks(m, src, st, job, block, 1) : 1;
+        return rc == 1 ? pack_i8_blocks(m, src, st, job, block, 0) : rc;
     }
     size_t value = m->weight_type == TSR_WEIGHTS_BF16 ? 2 : sizeof(float);
     for (size_t r0 = 0; r0 < n; r0 += block) {

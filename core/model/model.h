@@ -130,9 +130,7 @@ typedef struct tsr_weight_source {
      * compute type int8, or NULL when the source has none: returns 1 when
      * the tensor (or a value of those rows: a -128) is not held so (the
      * caller then fetches floats), 0 when q and scales were filled, a
-     * negative tessera_status on error. With q NULL it only answers for the
-     * whole tensor (0: it would fill them all), reading nothing into the
-     * caller's memory. */
+     * negative tessera_status on error. */
     int (*fetch_i8)(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
                     size_t rows, int8_t *q, float *scales, char *err, size_t err_len);
     void *ctx;

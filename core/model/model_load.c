@@ -121,8 +121,7 @@ static int read_rows(const file_source *fs, const tsr_tensor_info *t, size_t row
  * or holds a -128 (outside the symmetric range the int8 kernels take): the
  * caller then fetches it as floats, which names what is wrong with it or,
  * for a -128, dequantizes it to be quantized again. Returns 0 when read, a
- * negative status on a bad scale tensor or a failed read. With q NULL it
- * only answers. */
+ * negative status on a bad scale tensor or a failed read. */
 static int fetch_i8_from_file(void *ctx, const char *name, size_t total_rows, size_t cols,
                               size_t row0, size_t rows, int8_t *q, float *scales, char *err,
                               size_t err_len)
@@ -133,17 +132,6 @@ static int fetch_i8_from_file(void *ctx, const char *name, size_t total_rows, si
     if (!t || t->dtype != TSR_DTYPE_I8 || !shape_matches(t, shape, 2, 0) ||
         !is_linear_weight(name, 2))
         return 1;
-    if (!q) { /* only the answer: the values read a piece at a time */
-        int8_t piece[65536];
-        for (size_t done = 0; done < total_rows * cols; done += sizeof piece) {
-            size_t n = total_rows * cols - done < sizeof piece ? total_rows * cols - done
-                                                                : sizeof piece;
-            TSR_TRY(tsr_safetensors_read(&fs->st, t, done, n, piece, err, err_len));
-            if (tsr_i8_holds_min(piece, n))
-                return 1;
-        }
-        return 0;
-    }
     TSR_TRY(tsr_safetensors_read(&fs->st, t, row0 * cols, rows * cols, q, err, err_len));
     if (tsr_i8_holds_min(q, rows * cols))
         return 1;

@@ -182,11 +182,7 @@ void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, s
     for (size_t j0 = 0; j0 < l.n_pad; j0 += nr) {
         const size_t rows = j0 < n ? min_size(n - j0, nr) : 0;
         for (size_t c = 0; c < rows; c++) {
-            const float *row = w + (j0 + c) * k;
-            float amax = 0.0f;
-            for (size_t p = 0; p < k; p++)
-                amax = fmaxf(amax, fabsf(row[p]));
-            scales[c] = tsr_i8_weight_scale(amax);
+            scales[c] = tsr_i8_row_scale(w + (j0 + c) * k, k);
             sums[c] = 0;
         }
         int8_t *panel = panel_of(kernel, &l, panels, j0);
@@ -194,12 +190,9 @@ void tsr_gemm_i8_pack_linear(const tsr_gemm_i8_kernel *kernel, const float *w, s
             const size_t len = min_size(l.k4 * 4 - p0, PACK_CHUNK);
             const size_t real = k > p0 ? min_size(k - p0, len) : 0;
             for (size_t c = 0; c < rows; c++) {
-                const float *row = w + (j0 + c) * k + p0;
                 int8_t *qc = q + c * PACK_CHUNK;
-                for (size_t i = 0; i < real; i++) {
-                    qc[i] = tsr_i8_round(row[i] / scales[c]);
-                    sums[c] += qc[i];
-                }
+                tsr_i8_quantize_weights(w + (j0 + c) * k + p0, real, scales[c], qc);
+                sums[c] += row_sum(qc, real);
             }
             store_groups(nr, q, PACK_CHUNK, rows, real, len / 4, panel + p0 / 4 * nr * 4);
         }

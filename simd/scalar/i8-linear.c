@@ -44,14 +44,8 @@ void tsr_i8_pack_linear__scalar(const float *w, size_t n, size_t k, void *panels
     float *scales = panels;
     int8_t *q = (int8_t *)((char *)panels + scales_bytes(n));
     for (size_t j = 0; j < n; j++) {
-        const float *row = w + j * k;
-        float amax = 0.0f;
-        for (size_t p = 0; p < k; p++)
-            amax = fmaxf(amax, fabsf(row[p]));
-        const float scale = tsr_i8_weight_scale(amax);
-        scales[j] = scale;
-        for (size_t p = 0; p < k; p++)
-            q[j * k + p] = tsr_i8_round(row[p] / scale);
+        scales[j] = tsr_i8_row_scale(w + j * k, k);
+        tsr_i8_quantize_weights(w + j * k, k, scales[j], q + j * k);
     }
 }
 

@@ -222,15 +222,23 @@ static int read_part(const ct2_source *s, const part *p, size_t r0, size_t rows,
                     v->name);
 }
 
+/* The rows [*a, *b) of the stacked tensor that part p holds among rows
+ * [row0, row0 + rows); 0 when it holds none of them. */
+static int rows_within(const part *p, size_t row0, size_t rows, size_t *a, size_t *b)
+{
+    *a = row0 > p->row0 ? row0 : p->row0;
+    *b = row0 + rows < p->row0 + p->rows ? row0 + rows : p->row0 + p->rows;
+    return *a < *b;
+}
+
 /* Rows [row0, row0 + rows) of the parts (rows stacked), into dst. */
 static int read_rows(const ct2_source *s, const part *parts, int n, size_t row0, size_t rows,
                      float *dst, unsigned char *scratch, char *err, size_t err_len)
 {
     for (int i = 0; i < n; i++) {
         const part *p = &parts[i];
-        size_t a = row0 > p->row0 ? row0 : p->row0;
-        size_t b = row0 + rows < p->row0 + p->rows ? row0 + rows : p->row0 + p->rows;
-        if (a < b)
+        size_t a, b;
+        if (rows_within(p, row0, rows, &a, &b))
             TSR_TRY(read_part(s, p, a - p->row0, b - a, dst + (a - row0) * p->cols, scratch, err,
                               err_len));
     }
@@ -310,25 +318,10 @@ static int fetch_rows(void *ctx, const char *name, size_t total_rows, size_t col
                                     rows * cols, row0 * cols, err, err_len);
 }
 
-/* Whether an int8 variable holds -128 among its first `count` values, read
- * a piece at a time. */
-static int holds_int8_min(const ct2_source *s, const tsr_ct2_variable *v, size_t count,
-                          int *found, char *err, size_t err_len)
-{
-    int8_t piece[65536];
-    *found = 0;
-    for (size_t done = 0; done < count && !*found; done += sizeof piece) {
-        size_t n = count - done < sizeof piece ? count - done : sizeof piece;
-        TSR_TRY(tsr_ct2_read(&s->m->file, v, done, n, piece, err, err_len));
-        *found = tsr_i8_holds_min(piece, n);
-    }
-    return 0;
-}
-
 /* The file's int8 rows and scales as they are (w = q / scale there, q x
  * (1 / scale) here), for compute type int8; 1 when a part is not int8 with
  * a scale per row, or the rows hold -128 (the caller then quantizes
- * floats). With q NULL it only answers, reading the values for a -128. */
+ * floats). */
 static int fetch_i8(void *ctx, const char *name, size_t total_rows, size_t cols, size_t row0,
                     size_t rows, int8_t *q, float *scales, char *err, size_t err_len)
 {
@@ -344,17 +337,8 @@ static int fetch_i8(void *ctx, const char *name, size_t total_rows, size_t cols,
             return 1;
     for (int i = 0; i < n; i++) {
         const part *p = &parts[i];
-        if (!q) {
-            int found;
-            TSR_TRY(holds_int8_min(s, p->var, p->rows * cols, &found, err, err_len));
-            if (found)
-                return 1;
-            continue;
-        }
-        /* The part's rows inside [row0, row0 + rows). */
-        size_t a = row0 > p->row0 ? row0 : p->row0;
-        size_t b = row0 + rows < p->row0 + p->rows ? row0 + rows : p->row0 + p->rows;
-        if (a >= b)
+        size_t a, b;
+        if (!rows_within(p, row0, rows, &a, &b))
             continue;
         int8_t *rows_q = q + (a - row0) * cols;
         TSR_TRY(tsr_ct2_read(&s->m->file, p->var, (a - p->row0) * cols, (b - a) * cols, rows_q,
