@@ -79,6 +79,15 @@ void cli_flag_names(const char *msg, char *out, size_t size);
 int cli_check_decoding(const char *cmd, const tessera_config *cfg,
                        const tessera_translate_options *t);
 
+/* tessera_model_check_languages of --source-lang and --target-lang (with_target
+ * 0: encode, no target side); 0, or 1 after printing "CMD: MESSAGE" with the
+ * flags' names. */
+int cli_check_languages(const char *cmd, const tessera_model *model, const char *source_lang,
+                        const char *target_lang, int with_target);
+
+/* Prints the --help lines of --source-lang (and --target-lang). */
+void cli_usage_languages(FILE *f, int with_target);
+
 /* Parses a --compute-type value; prints the error itself. */
 int cli_parse_compute_type(const char *text, tessera_compute_type *out);
 

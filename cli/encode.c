@@ -34,6 +34,7 @@ static void usage(FILE *f)
             "  --batch N               encode up to N sentences together, 1..65536 (default\n"
             "                          1; the output is identical whatever N)\n");
     cli_usage_batching(f, "sentences");
+    cli_usage_languages(f, 0);
     cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
@@ -54,6 +55,7 @@ typedef struct command {
     int binary;
     cli_line line;
     float *pooled; /* d_model floats */
+    const char *source_lang; /* --source-lang */
 } command;
 
 /* One batch of sentences and, once computed, their vectors. */
@@ -101,6 +103,7 @@ static int encode_slot(void *ctx, void *state, size_t n, size_t first_line, tess
     tessera_encode_options_init(&eo);
     eo.batch = (int)n;
     eo.batch_tokens = c->batch_tokens;
+    eo.source_lang = c->source_lang;
     if (tessera_encode_with(rt, c->cm->model, s->src.seqs, n, &eo, &s->vectors, err, err_len) != 0)
         return -1;
     s->n_vectors = n;
@@ -162,7 +165,8 @@ static int print_slot(void *ctx, void *state, size_t n)
     for (size_t i = 0; status == 0 && i < n; i++) {
         size_t count;
         /* The encoder's output covers the ids the model appends too. */
-        size_t len = s->src.seqs[i].len + (size_t)c->cm->cfg->n_source_suffix;
+        size_t len = s->src.seqs[i].len + (size_t)c->cm->cfg->n_source_suffix +
+                     (c->cm->cfg->source_language != TESSERA_SOURCE_LANGUAGE_NONE);
         const float *v = pooled(c, s->vectors[i], len, d, &count);
         if (!c->binary)
             cli_line_reset(&c->line);
@@ -192,17 +196,24 @@ int cli_encode(int argc, char **argv)
 {
     cli_options o;
     cli_model cm;
-    int rc = cli_parse_options(argc, argv, "encode", "batch batch-tokens max-memory tokens pool format", &o, usage);
+    int rc = cli_parse_options(argc, argv, "encode",
+                               "batch batch-tokens max-memory tokens pool format source-lang", &o,
+                               usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0)
         return 1;
+    if (cli_check_languages("encode", cm.model, o.translate.source_lang, NULL, 0) != 0) {
+        cli_model_close(&cm);
+        return 1;
+    }
     command c = {.cm = &cm,
                  .batch_tokens = o.batch_tokens,
                  .pool = strcmp(o.pool, "mean") == 0    ? POOL_MEAN
                          : strcmp(o.pool, "first") == 0 ? POOL_FIRST
                                                         : POOL_NONE,
-                 .binary = strcmp(o.format, "binary") == 0};
+                 .binary = strcmp(o.format, "binary") == 0,
+                 .source_lang = o.translate.source_lang};
     c.pooled = malloc((size_t)cm.cfg->d_model * sizeof(float));
     if (!c.pooled) {
         cli_model_close(&cm);

@@ -137,6 +137,39 @@ static void print_family(const tessera_config *cfg)
     printf("\n");
 }
 
+/* A multilingual model's languages, all of them: how it takes them and each
+ * name with its token id, several to a line. */
+static void print_languages(const cli_model *cm)
+{
+    const tessera_config *cfg = cm->cfg;
+    size_t n = tessera_model_language_count(cm->model);
+    if (cfg->source_language == TESSERA_SOURCE_LANGUAGE_NONE &&
+        cfg->target_language == TESSERA_TARGET_LANGUAGE_NONE)
+        return;
+    static const char *const source[] = {"none", "its token before the source",
+                                         "its token after the source"};
+    static const char *const target[] = {"none", "its token forced first (not printed)",
+                                         "its token starts the decoder (not printed)"};
+    printf("languages: %zu; source language (--source-lang): %s; target language "
+           "(--target-lang): %s\n",
+           n, source[cfg->source_language], target[cfg->target_language]);
+    size_t col = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id;
+        const char *name = tessera_model_language(cm->model, i, &id);
+        char entry[64];
+        int w = snprintf(entry, sizeof entry, "%s (%d)", name, (int)id);
+        if (col > 0 && col + (size_t)w + 2 > 100) {
+            printf("\n");
+            col = 0;
+        }
+        printf("%s%s", col ? ", " : "  ", entry);
+        col += (size_t)w + 2;
+    }
+    if (n > 0)
+        printf("\n");
+}
+
 /* The model's text: its tokenizers and whether this build reads them. */
 static void print_text(const cli_model *cm)
 {
@@ -168,12 +201,15 @@ static void print_model(const cli_model *cm)
 {
     const tessera_runtime *rt = cm->runtimes[0];
     const tessera_config *cfg = cm->cfg;
-    /* The longest source a caller may pass: the model appends its suffix. */
-    size_t len = (size_t)(cfg->max_positions - cfg->n_source_suffix);
+    /* The longest source a caller may pass: the model adds its suffix (and
+     * its language token). */
+    size_t len = (size_t)(cfg->max_positions - cfg->n_source_suffix -
+                          (cfg->source_language != TESSERA_SOURCE_LANGUAGE_NONE));
     printf("model: %s: %.1f MiB resident (weights, %s)\n", cm->dir,
            mib(tessera_model_weight_bytes(cm->model)),
            tessera_compute_type_name(tessera_model_compute_type(cm->model)));
     print_family(cfg);
+    print_languages(cm);
     print_text(cm);
     if (cfg->n_decoder_layers == 0) {
         printf("working memory of one sentence of %zu tokens: encode %.1f MiB\n", len,
@@ -182,7 +218,8 @@ static void print_model(const cli_model *cm)
     }
     tessera_translate_options o;
     tessera_translate_options_init(&o);
-    o.max_len = cfg->max_positions - 1;
+    o.max_len = cfg->max_positions -
+                (cfg->target_language == TESSERA_TARGET_LANGUAGE_FORCED ? 2 : 1);
     size_t greedy = tessera_translate_memory(rt, cm->model, 1, len, &o);
     o.beam = 4;
     size_t beam = tessera_translate_memory(rt, cm->model, 1, len, &o);

@@ -408,6 +408,8 @@ enum {
     OPT_ALIGNMENTS,
     OPT_BATCH_TOKENS,
     OPT_MAX_MEMORY,
+    OPT_SOURCE_LANG,
+    OPT_TARGET_LANG,
 };
 
 static const struct option all_options[] = {
@@ -442,6 +444,8 @@ static const struct option all_options[] = {
     {"alignments", no_argument, NULL, OPT_ALIGNMENTS},
     {"batch-tokens", required_argument, NULL, OPT_BATCH_TOKENS},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"source-lang", required_argument, NULL, OPT_SOURCE_LANG},
+    {"target-lang", required_argument, NULL, OPT_TARGET_LANG},
     {NULL, 0, NULL, 0},
 };
 
@@ -508,6 +512,8 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_DISABLE_UNK: t->disable_unk = 1; return 0;
     case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, INT_MIN, INT_MAX, &t->end_token);
     case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
+    case OPT_SOURCE_LANG: t->source_lang = arg; return 0;
+    case OPT_TARGET_LANG: t->target_lang = arg; return 0;
     default: return 1;
     }
 }
@@ -572,7 +578,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
 static const char *const decoding_options[] = {
     "beam", "max_len", "n_best", "batch", "batch_tokens", "length_penalty", "sampling_topk",
     "sampling_topp", "sampling_temperature", "min_len", "no_repeat_ngram", "repetition_penalty",
-    "end_token", NULL,
+    "end_token", "source_lang", "target_lang", NULL,
 };
 
 static int is_decoding_option(const char *word, size_t len)
@@ -604,6 +610,29 @@ void cli_flag_names(const char *msg, char *out, size_t size)
         p += len ? len : 1;
     }
     out[at] = '\0';
+}
+
+int cli_check_languages(const char *cmd, const tessera_model *model, const char *source_lang,
+                        const char *target_lang, int with_target)
+{
+    char err[512], named[1024];
+    if (tessera_model_check_languages(model, source_lang, target_lang, with_target, err,
+                                      sizeof err) == 0)
+        return 0;
+    cli_flag_names(err, named, sizeof named);
+    return cli_error("%s: %s", cmd, named);
+}
+
+void cli_usage_languages(FILE *f, int with_target)
+{
+    fprintf(f,
+            "  --source-lang NAME      the source's language, for a multilingual model (NLLB,\n"
+            "                          M2M100, mBART), as its tokenizer spells it: eng_Latn,\n"
+            "                          en, en_XX ('tessera info -m MODEL' lists them)\n");
+    if (with_target)
+        fprintf(f,
+                "  --target-lang NAME      the language to produce, likewise: its token is\n"
+                "                          forced first and not printed\n");
 }
 
 int cli_check_decoding(const char *cmd, const tessera_config *cfg,

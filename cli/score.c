@@ -15,7 +15,8 @@ static void usage(FILE *f)
             "tokenizers, else token ids separated by spaces; TARGET may be empty) and writes\n"
             "one line per input line: the natural-log probability of each target token and\n"
             "then of EOS, space separated, with the decoder fed BOS + TARGET (teacher\n"
-            "forcing).\n"
+            "forcing; BOS, the target language + TARGET for a multilingual model, whose\n"
+            "language token is not scored).\n"
             "\n"
             "Options:\n");
     cli_usage_model(f, "-m, --model DIR|NAME", "the model (required):");
@@ -23,6 +24,7 @@ static void usage(FILE *f)
             "  --batch N               score up to N pairs together, 1..65536 (default 1;\n"
             "                          the output is identical whatever N)\n");
     cli_usage_batching(f, "pairs");
+    cli_usage_languages(f, 1);
     cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
@@ -38,6 +40,7 @@ typedef struct command {
     const cli_model *cm;
     int batch_tokens;
     cli_line line;
+    const char *source_lang, *target_lang; /* --source-lang, --target-lang */
 } command;
 
 /* One batch of pairs and, once computed, their scores. */
@@ -103,6 +106,8 @@ static int score_slot(void *ctx, void *state, size_t n, size_t first_line, tesse
     tessera_score_options_init(&so);
     so.batch = (int)n;
     so.batch_tokens = c->batch_tokens;
+    so.source_lang = c->source_lang;
+    so.target_lang = c->target_lang;
     if (tessera_score_with(rt, c->cm->model, s->src.seqs, s->tgt.seqs, n, &so, &s->scores, err, err_len) !=
         0)
         return -1;
@@ -138,12 +143,19 @@ int cli_score(int argc, char **argv)
 {
     cli_options o;
     cli_model cm;
-    int rc = cli_parse_options(argc, argv, "score", "batch batch-tokens max-memory tokens", &o, usage);
+    int rc = cli_parse_options(argc, argv, "score",
+                               "batch batch-tokens max-memory tokens source-lang target-lang", &o,
+                               usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "score") != 0)
         return 1;
-    command c = {&cm, o.batch_tokens, {0}};
+    if (cli_check_languages("score", cm.model, o.translate.source_lang, o.translate.target_lang,
+                            1) != 0) {
+        cli_model_close(&cm);
+        return 1;
+    }
+    command c = {&cm, o.batch_tokens, {0}, o.translate.source_lang, o.translate.target_lang};
     rc = cli_run_workers(&score_work, &c, (size_t)o.batch, (size_t)o.batch_tokens, cm.runtimes,
                          o.workers);
     cli_line_free(&c.line);

@@ -21,7 +21,8 @@ static void usage(FILE *f)
     fprintf(f,
             "  --beam N                beam size, 1..%d; 1 (the default) is greedy decoding\n"
             "  --max-len N             at most N target tokens, 0..%d (default 256; also\n"
-            "                          capped so that BOS + output fits max_positions)\n"
+            "                          capped so that BOS (and a target language) + output\n"
+            "                          fits max_positions)\n"
             "  --length-penalty A      beam: rank hypotheses by log-prob / length^A, A in\n"
             "                          [0, %g] (default 0)\n"
             "  --n-best K              beam: write the K best hypotheses (1..--beam), each as\n"
@@ -30,6 +31,7 @@ static void usage(FILE *f)
             "                          1; the output is identical whatever N)\n",
             TESSERA_BEAM_MAX, TESSERA_MAX_LEN_MAX, (double)TESSERA_LENGTH_PENALTY_MAX);
     cli_usage_batching(f, "sentences");
+    cli_usage_languages(f, 1);
     fprintf(f,
             "\n"
             "Decoding options (README \"Decoding options\" has the exact rules):\n"
@@ -220,13 +222,15 @@ int cli_translate(int argc, char **argv)
                                "beam max-len batch batch-tokens max-memory tokens length-penalty "
                                "n-best sampling-topk sampling-topp sampling-temperature seed "
                                "prefix min-len no-repeat-ngram repetition-penalty disable-unk "
-                               "end-token alignments",
+                               "end-token alignments source-lang target-lang",
                                &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "translate") != 0)
         return 1;
-    if (cli_check_decoding("translate", cm.cfg, &o.translate) != 0) {
+    if (cli_check_decoding("translate", cm.cfg, &o.translate) != 0 ||
+        cli_check_languages("translate", cm.model, o.translate.source_lang,
+                            o.translate.target_lang, 1) != 0) {
         cli_model_close(&cm);
         return 1;
     }

@@ -87,6 +87,24 @@ typedef enum tessera_decoder_start {
     TESSERA_START_ZEROS = 1 /* a zero vector (Marian): the position alone */
 } tessera_decoder_start;
 
+/* Where a multilingual model's source carries its language token (config
+ * key source_language; docs/model-format.md "Languages"). */
+typedef enum tessera_source_language {
+    TESSERA_SOURCE_LANGUAGE_NONE = 0,   /* the model takes no source language */
+    TESSERA_SOURCE_LANGUAGE_PREFIX = 1, /* [lang] tokens source_suffix (NLLB, M2M100, mBART-50) */
+    TESSERA_SOURCE_LANGUAGE_SUFFIX = 2  /* tokens source_suffix [lang] (NLLB legacy, mBART-cc25) */
+} tessera_source_language;
+
+/* How a multilingual model's decoder is given the target language (config
+ * key target_language). */
+typedef enum tessera_target_language {
+    TESSERA_TARGET_LANGUAGE_NONE = 0,   /* the model takes no target language */
+    TESSERA_TARGET_LANGUAGE_FORCED = 1, /* [bos] then [lang] forced: the first output,
+                                           log-probability 0, not returned (NLLB,
+                                           M2M100, mBART-50) */
+    TESSERA_TARGET_LANGUAGE_START = 2   /* [lang] instead of [bos] (mBART-cc25) */
+} tessera_target_language;
+
 /* Most ids config.json's source_suffix and banned_target_ids may list. */
 #define TESSERA_SOURCE_SUFFIX_MAX 4
 #define TESSERA_BANNED_IDS_MAX 16
@@ -137,6 +155,11 @@ typedef struct tessera_config {
      * a zeroed config holds: unk_id for both sides). Read it through
      * tessera_config_unk_id. */
     int has_source_unk_id, source_unk_id;
+    /* A multilingual model's languages (config keys source_language,
+     * target_language; the names and their ids are the model's, see
+     * tessera_model_language): each call then names them in its options. */
+    tessera_source_language source_language;
+    tessera_target_language target_language;
 } tessera_config;
 
 /* Every field at config.json's default (docs/model-format.md), the required sizes
@@ -211,6 +234,32 @@ const tessera_config *tessera_model_config(const tessera_model *model);
 
 /* Bytes of weights held (packed, float32). */
 size_t tessera_model_weight_bytes(const tessera_model *model);
+
+/* A multilingual model's languages (config key languages), in the order
+ * config.json lists them: the count, and language i's name as the model's
+ * tokenizer spells it ("eng_Latn", "en_XX") with its token id in *id (id
+ * may be NULL); NULL past the last. 0 languages for any other model. */
+size_t tessera_model_language_count(const tessera_model *model);
+const char *tessera_model_language(const tessera_model *model, size_t i, int32_t *id);
+
+/* The token id of language `name` (exact, case-sensitive). TESSERA_ERR_INPUT
+ * with a one-line message when the model has no such language, naming it and
+ * the model's nearest names ("unknown language 'deu': the nearest the model
+ * has are deu_Latn, dyu_Latn, ..."), or has no languages at all. */
+int tessera_model_language_id(const tessera_model *model, const char *name, int32_t *id,
+                              char *err, size_t err_len);
+
+/* Checks a call's languages as translate and score (with_target 1) and
+ * encode (0: target_lang must be NULL) check them: each side's given
+ * exactly when the model takes that side's language (config keys
+ * source_language, target_language), and one of the model's. A program
+ * checks before it reads its sentences. TESSERA_ERR_INPUT with a one-line
+ * message that starts with the option's field name ("target_lang: the
+ * model needs a target language: one of its 202 (ace_Arab, ...)"), as
+ * tessera_translate_options_check's messages do. */
+int tessera_model_check_languages(const tessera_model *model, const char *source_lang,
+                                  const char *target_lang, int with_target, char *err,
+                                  size_t err_len);
 
 /* One tensor of a model directory's model.safetensors (docs/model-format.md). */
 typedef struct tessera_tensor_spec {
@@ -475,13 +524,21 @@ typedef struct tessera_translate_options {
      * a caller that decodes sentences of different inputs together (the
      * server's batches). */
     const uint64_t *stream_index;
+    /* A multilingual model's languages, by name (tessera_model_language):
+     * what the model's config says it needs (source_language,
+     * target_language) must be given, and nothing else; NULL (default):
+     * none. The source's language token is added as the model says; the
+     * target's is forced first (or starts the decoder) and is not part of
+     * the hypotheses, nor of their length or score. */
+    const char *source_lang;
+    const char *target_lang;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
  * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
- * sources refused, stream_index NULL. */
+ * sources refused, stream_index NULL, no languages. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* Checks every rule of the decoding options that does not depend on the
@@ -554,9 +611,13 @@ typedef struct tessera_score_options {
                          tessera_translate_options); 0: no limit */
     tessera_cancel_fn cancel; /* NULL, or asked before each batch */
     void *cancel_arg;
+    /* The languages, as tessera_translate_options takes them: the target
+     * language token is fed after bos and not scored. */
+    const char *source_lang;
+    const char *target_lang;
 } tessera_score_options;
 
-/* Defaults: batch 1, batch_tokens 0, no cancel function. */
+/* Defaults: batch 1, batch_tokens 0, no cancel function, no languages. */
 void tessera_score_options_init(tessera_score_options *options);
 
 /* Teacher-forced scoring on `runtime`: for each pair, the decoder is fed
@@ -583,16 +644,21 @@ typedef struct tessera_encode_options {
                          tessera_translate_options); 0: no limit */
     tessera_cancel_fn cancel; /* NULL, or asked before each batch */
     void *cancel_arg;
+    /* The source language, as tessera_translate_options takes it; its token
+     * is encoded too (one more row). */
+    const char *source_lang;
 } tessera_encode_options;
 
-/* Defaults: batch 1, batch_tokens 0, no cancel function. */
+/* Defaults: batch 1, batch_tokens 0, no cancel function, no languages. */
 void tessera_encode_options_init(tessera_encode_options *options);
 
 /* The encoder alone on `runtime` (encoder-only use): out[i] receives
- * (src[i].len + n_source_suffix) x d_model floats, the encoder's output for
- * each token of sentence i and then for each id the model appends to it
- * (config key source_suffix; none unless the model says), after the final
- * encoder norm when the model has one, row by row. On success *out is an array of n arrays, released with
+ * (src[i].len + n_source_suffix, + 1 with a source language) x d_model
+ * floats, the encoder's output for each token the encoder reads: sentence
+ * i as the model arranges it (its language token first or last, as config
+ * key source_language says, and the ids of source_suffix after the
+ * sentence's tokens), after the final encoder norm when the model has one,
+ * row by row. On success *out is an array of n arrays, released with
  * tessera_encodings_free. Results do not depend on the batch or the
  * runtime. */
 int tessera_encode_with(tessera_runtime *runtime, const tessera_model *model,

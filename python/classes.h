@@ -49,6 +49,11 @@ extern PyTypeObject tsr_py_encoder_type;
     "  tokens a batch holds at most (batch_type 'tokens'); 0: the whole call. The\n"            \
     "  results do not depend on it.\n"
 
+#define TSR_PY_DOC_LANGUAGES                                                                     \
+    "source_lang, target_lang: a multilingual model's languages by name ('eng_Latn',\n"        \
+    "  'en_XX'), as --source-lang and --target-lang take them; required by a model\n"          \
+    "  that takes them, refused by one that does not.\n"
+
 #define TSR_PY_DOC_TRANSLATE_BATCH                                                               \
     "translate_batch(source, target_prefix=None, *, max_batch_size=0,\n"                        \
     "    batch_type='examples', beam_size=1, max_decoding_length=256,\n"                        \
@@ -56,7 +61,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "    return_alignments=False, sampling_topk=1, sampling_topp=1.0,\n"                        \
     "    sampling_temperature=1.0, seed=0, min_decoding_length=0,\n"                            \
     "    no_repeat_ngram_size=0, repetition_penalty=1.0, disable_unk=False,\n"                  \
-    "    end_token=None) -> list[TranslationResult]\n"                                           \
+    "    end_token=None, source_lang=None, target_lang=None)\n"                                 \
+    "    -> list[TranslationResult]\n"                                                           \
     "\n"                                                                                         \
     "Translates the source sentences, as `tessera translate` does with the same\n"             \
     "options (README \"Decoding options\"): the same bits. " TSR_PY_DOC_SENTENCES               \
@@ -64,25 +70,28 @@ extern PyTypeObject tsr_py_encoder_type;
     "target_prefix: None, or one target sentence per source (any form), forced first.\n"        \
     "seed: sentence i of the call samples from stream (seed, i).\n"                             \
     "end_token: None, or a target id (or piece) that also ends a hypothesis.\n"                 \
+    TSR_PY_DOC_LANGUAGES                                                                         \
     TSR_PY_DOC_BATCHING                                                                          \
     "Raises ValueError for a bad sentence or option (its message names it), TypeError\n"        \
     "for a wrong type, MemoryError when a sentence needs more than the memory budget.\n"
 
 #define TSR_PY_DOC_SCORE_BATCH                                                                   \
-    "score_batch(source, target, *, max_batch_size=0, batch_type='examples')\n"                \
-    "    -> list[ScoringResult]\n"                                                               \
+    "score_batch(source, target, *, max_batch_size=0, batch_type='examples',\n"                \
+    "    source_lang=None, target_lang=None) -> list[ScoringResult]\n"                           \
     "\n"                                                                                         \
     "Teacher-forced scores, as `tessera score`: for each pair, log_probs holds the\n"           \
     "natural-log probability of each target token and then of the end of sentence.\n"           \
-    TSR_PY_DOC_SENTENCES TSR_PY_DOC_BATCHING
+    TSR_PY_DOC_SENTENCES TSR_PY_DOC_BATCHING TSR_PY_DOC_LANGUAGES
 
 #define TSR_PY_DOC_ENCODE_BATCH                                                                  \
-    "encode_batch(source, *, pooling='none', max_batch_size=0, batch_type='examples')\n"        \
+    "encode_batch(source, *, pooling='none', max_batch_size=0, batch_type='examples',\n"        \
+    "    source_lang=None)\n"                                                                    \
     "    -> list[FloatArray]\n"                                                                  \
     "\n"                                                                                         \
     "The encoder's output, as `tessera encode`: per sentence a float32 array of shape\n"        \
     "(tokens, d_model) (the ids the model appends to a source included), or with\n"             \
     "pooling 'mean' or 'first' one vector of shape (d_model,). numpy.asarray() reads\n"         \
-    "it without a copy. " TSR_PY_DOC_SENTENCES TSR_PY_DOC_BATCHING
+    "it without a copy. " TSR_PY_DOC_SENTENCES TSR_PY_DOC_BATCHING                              \
+    "source_lang: a multilingual model's source language, as translate_batch's.\n"
 
 #endif

@@ -46,13 +46,14 @@ static PyObject *sentence_vectors(PyObject *owner, float *rows, size_t len, size
 
 static PyObject *encode_batch(encoder *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"source", "pooling", "max_batch_size", "batch_type", NULL};
+    static char *keywords[] = {"source", "pooling", "max_batch_size", "batch_type", "source_lang",
+                               NULL};
     tsr_py_engine *e = &self->e;
     PyObject *source;
-    const char *pool_name = "none", *batch_type = "examples";
+    const char *pool_name = "none", *batch_type = "examples", *source_lang = NULL;
     int max_batch_size = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$sis:encode_batch", keywords, &source,
-                                     &pool_name, &max_batch_size, &batch_type))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$sisz:encode_batch", keywords, &source,
+                                     &pool_name, &max_batch_size, &batch_type, &source_lang))
         return NULL;
     pooling pool = strcmp(pool_name, "none") == 0    ? POOL_NONE
                    : strcmp(pool_name, "mean") == 0  ? POOL_MEAN
@@ -63,6 +64,7 @@ static PyObject *encode_batch(encoder *self, PyObject *args, PyObject *kwargs)
                             pool_name);
     tessera_encode_options eo;
     tessera_encode_options_init(&eo);
+    eo.source_lang = source_lang;
     tsr_py_batch src;
     PyObject *out = NULL;
     if (tsr_py_batch_read(e, TESSERA_SOURCE, source, "source", &src) != 0 ||
@@ -101,7 +103,8 @@ static PyObject *encode_batch(encoder *self, PyObject *args, PyObject *kwargs)
     out = PyList_New((Py_ssize_t)src.n);
     for (size_t i = 0; out && i < src.n; i++) {
         /* The encoder's output covers the ids the model appends too. */
-        size_t len = src.seqs[i].len + (size_t)e->cfg->n_source_suffix;
+        size_t len = src.seqs[i].len + (size_t)e->cfg->n_source_suffix +
+                     (e->cfg->source_language != TESSERA_SOURCE_LANGUAGE_NONE);
         PyObject *v = sentence_vectors(owner, vectors[i], len, d, pool);
         if (!v) {
             Py_CLEAR(out);

@@ -74,6 +74,8 @@ class Translator(Model):
         repetition_penalty: float = 1.0,
         disable_unk: bool = False,
         end_token: Union[None, int, str] = None,
+        source_lang: Optional[str] = None,
+        target_lang: Optional[str] = None,
     ) -> List[TranslationResult]: ...
     def score_batch(
         self,
@@ -82,6 +84,8 @@ class Translator(Model):
         *,
         max_batch_size: int = 0,
         batch_type: str = "examples",
+        source_lang: Optional[str] = None,
+        target_lang: Optional[str] = None,
     ) -> List[ScoringResult]: ...
 
 class Encoder(Model):
@@ -92,4 +96,5 @@ class Encoder(Model):
         pooling: str = "none",
         max_batch_size: int = 0,
         batch_type: str = "examples",
+        source_lang: Optional[str] = None,
     ) -> List[FloatArray]: ...

@@ -125,20 +125,22 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
                                "length_penalty", "return_scores", "return_alignments",
                                "sampling_topk", "sampling_topp", "sampling_temperature", "seed",
                                "min_decoding_length", "no_repeat_ngram_size",
-                               "repetition_penalty", "disable_unk", "end_token", NULL};
+                               "repetition_penalty", "disable_unk", "end_token", "source_lang",
+                               "target_lang", NULL};
     tsr_py_engine *e = &self->e;
     tessera_translate_options o;
     tessera_translate_options_init(&o);
     PyObject *source, *prefix = Py_None, *end_token = Py_None, *seed = NULL;
     int max_batch_size = 0, return_scores = 0, return_alignments = 0;
     const char *batch_type = "examples";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpO:translate_batch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpOzz:translate_batch",
                                      keywords, &source, &prefix, &max_batch_size, &batch_type,
                                      &o.beam, &o.max_len, &o.n_best, &o.length_penalty,
                                      &return_scores, &return_alignments, &o.sampling_topk,
                                      &o.sampling_topp, &o.sampling_temperature, &seed,
                                      &o.min_len, &o.no_repeat_ngram, &o.repetition_penalty,
-                                     &o.disable_unk, &end_token))
+                                     &o.disable_unk, &end_token, &o.source_lang,
+                                     &o.target_lang))
         return NULL;
     if (seed) {
         o.seed = PyLong_AsUnsignedLongLong(seed);
@@ -198,16 +200,18 @@ done:
 
 static PyObject *score_batch(translator *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"source", "target", "max_batch_size", "batch_type", NULL};
+    static char *keywords[] = {"source",     "target",      "max_batch_size", "batch_type",
+                               "source_lang", "target_lang", NULL};
     tsr_py_engine *e = &self->e;
     PyObject *source, *target;
     int max_batch_size = 0;
     const char *batch_type = "examples";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$is:score_batch", keywords, &source,
-                                     &target, &max_batch_size, &batch_type))
-        return NULL;
     tessera_score_options so;
     tessera_score_options_init(&so);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iszz:score_batch", keywords, &source,
+                                     &target, &max_batch_size, &batch_type, &so.source_lang,
+                                     &so.target_lang))
+        return NULL;
     tsr_py_batch src, tgt = {0};
     PyObject *out = NULL;
     if (tsr_py_batch_read(e, TESSERA_SOURCE, source, "source", &src) != 0 ||

@@ -134,6 +134,7 @@ void mw_model_free(mw_model *m)
     }
     free(m->tensors);
     free(m->config_text);
+    free(m->languages);
     free(m);
 }
 
@@ -490,6 +491,12 @@ static char *with_family_keys(char *text, const tessera_config *c)
         text = append_key(text, "banned_target_ids_mode",
                           c->ban_logits ? "\"logits\"" : "\"log_probs\"");
     }
+    static const char *const source_languages[] = {"\"none\"", "\"prefix\"", "\"suffix\""};
+    static const char *const target_languages[] = {"\"none\"", "\"forced\"", "\"start\""};
+    if (c->source_language != TESSERA_SOURCE_LANGUAGE_NONE)
+        text = append_key(text, "source_language", source_languages[c->source_language]);
+    if (c->target_language != TESSERA_TARGET_LANGUAGE_NONE)
+        text = append_key(text, "target_language", target_languages[c->target_language]);
     return text;
 }
 
@@ -536,6 +543,8 @@ char *mw_path(const char *dir, const char *file)
 void mw_write(mw_model *m, const char *dir)
 {
     char *config = m->config_text ? strdup(m->config_text) : mw_config_json(&m->config);
+    if (!m->config_text && m->languages)
+        config = append_key(config, "languages", m->languages);
     char *path = mw_path(dir, "config.json");
     test_write_file(path, config, strlen(config));
     free(path);

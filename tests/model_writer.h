@@ -34,6 +34,7 @@ typedef struct mw_tensor {
 typedef struct mw_model {
     tessera_config config;  /* written to config.json */
     char *config_text;      /* when set, written to config.json instead */
+    char *languages;        /* when set (malloc'd), config.json's "languages" object */
     mw_tensor *tensors;     /* in file order */
     size_t n_tensors, cap;
     size_t truncate_bytes;  /* removed from the end of model.safetensors */

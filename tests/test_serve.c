@@ -17,6 +17,7 @@
 
 #include "core/tessera.h"
 #include "tests/http_client.h"
+#include "tests/model_writer.h"
 #include "tests/serve_util.h"
 #include "tests/testutil.h"
 
@@ -139,6 +140,84 @@ Test(serve, every_endpoint, .timeout = 120)
     cr_expect_eq(r.status, 405);
     http_reply_free(&r);
     serve_stop(&s);
+}
+
+/* A multilingual model's languages per request: the library's answer for the
+ * same languages, the request's key keeping languages apart, and a missing
+ * or unknown one refused by name. */
+Test(serve, languages_per_request, .timeout = 120)
+{
+    char *dir = test_make_temp_dir(), err[512];
+    mw_model *mw = mw_model_tiny(41);
+    mw->config.source_language = TESSERA_SOURCE_LANGUAGE_PREFIX;
+    mw->config.target_language = TESSERA_TARGET_LANGUAGE_FORCED;
+    mw->languages = strdup("{\"xx_Latn\": 7, \"yy_Latn\": 8}");
+    mw_write(mw, dir);
+    tessera_model *m = NULL;
+    cr_assert_eq(tessera_model_load(dir, &m, err, sizeof err), 0, "%s", err);
+    int32_t ids[3] = {4, 9, 5};
+    tessera_tokens src = {ids, 3};
+    server s;
+    serve_start(&s, dir, NULL);
+    static const char *const targets[] = {"xx_Latn", "yy_Latn"};
+    for (int t = 0; t < 2; t++) {
+        tessera_translate_options o;
+        tessera_translate_options_init(&o);
+        o.source_lang = "yy_Latn";
+        o.target_lang = targets[t];
+        tessera_hypothesis *h;
+        cr_assert_eq(tessera_translate(m, &src, 1, &o, &h, err, sizeof err), 0, "%s", err);
+        json_t *want = json_array();
+        for (size_t k = 0; k < h[0].len; k++)
+            json_array_append_new(want, json_integer(h[0].ids[k]));
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"source\": [[4, 9, 5]], \"source_lang\": \"yy_Latn\", "
+                 "\"target_lang\": \"%s\"}", targets[t]);
+        http_reply r = serve_call(&s, "POST", "/v1/translate", body);
+        cr_expect_eq(r.status, 200, "%s", r.body);
+        json_t *got = json_loads(r.body ? r.body : "", 0, NULL);
+        json_t *got_ids = json_object_get(json_array_get(json_object_get(got, "translations"), 0),
+                                          "ids");
+        cr_expect(json_equal(got_ids, want), "%s: %s", targets[t], r.body);
+        json_decref(got);
+        json_decref(want);
+        http_reply_free(&r);
+        tessera_hypotheses_free(h, 1);
+    }
+    static const struct {
+        const char *path, *body, *message;
+    } refused[] = {
+        {"/v1/translate", "{\"source\": [[4]], \"source_lang\": \"xx_Latn\"}",
+         "target_lang: the model needs a target language: one of its 2 (xx_Latn, yy_Latn)"},
+        {"/v1/score", "{\"source\": [[4]], \"target\": [[5]], \"target_lang\": \"xx_Latn\"}",
+         "source_lang: the model needs a source language"},
+        {"/v1/translate",
+         "{\"source\": [[4]], \"source_lang\": \"xx\", \"target_lang\": \"yy_Latn\"}",
+         "source_lang 'xx' is not one of the model's 2 languages; the nearest: xx_Latn, yy_Latn"},
+        {"/v1/translate", "{\"source\": [[4]], \"source_lang\": 7, \"target_lang\": \"x\"}",
+         "source_lang: must be a string"},
+    };
+    for (size_t c = 0; c < sizeof refused / sizeof refused[0]; c++) {
+        http_reply r = serve_call(&s, "POST", refused[c].path, refused[c].body);
+        cr_expect_eq(r.status, 400, "case %zu: %s", c, r.body);
+        json_t *root = json_loads(r.body ? r.body : "", 0, NULL);
+        const char *message = serve_error_message(root);
+        cr_expect(message && strstr(message, refused[c].message) == message, "case %zu: %s", c,
+                  r.body);
+        json_decref(root);
+        http_reply_free(&r);
+    }
+    http_reply r = serve_call(&s, "POST", "/v1/score",
+                              "{\"source\": [[4, 9, 5]], \"target\": [[6]], \"source_lang\": "
+                              "\"yy_Latn\", \"target_lang\": \"xx_Latn\"}");
+    cr_expect_eq(r.status, 200, "%s", r.body);
+    http_reply_free(&r);
+    serve_stop(&s);
+    tessera_model_free(m);
+    mw_model_free(mw);
+    test_remove_dir(dir);
+    free(dir);
 }
 
 /* ---- Refusals ---------------------------------------------------------------------- */

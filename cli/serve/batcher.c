@@ -201,6 +201,8 @@ static void decode_batch(worker *w, size_t n)
         o.batch = (int)n;
         o.cancel = batch_stopped;
         o.cancel_arg = w;
+        o.source_lang = key->decoding.source_lang;
+        o.target_lang = key->decoding.target_lang;
         rc = tessera_score_with(w->rt, b->cm->model, w->src, w->tgt, n, &o, &lp, err, sizeof err);
         for (size_t i = 0; rc == 0 && i < n; i++) {
             w->batch[i].job->logprobs[w->batch[i].index] = lp[i];

@@ -56,7 +56,10 @@ static size_t field_size(field_type type)
 
 int srv_same_key(const srv_key *a, const srv_key *b)
 {
-    if (a->kind != b->kind)
+    /* The languages point at the model's own names (read_languages): equal
+     * languages are equal pointers. */
+    if (a->kind != b->kind || a->decoding.source_lang != b->decoding.source_lang ||
+        a->decoding.target_lang != b->decoding.target_lang)
         return 0;
     for (size_t i = 0; i < N_DECODING_FIELDS; i++) {
         const struct decoding_field *f = &decoding_fields[i];
@@ -203,6 +206,7 @@ static int known_fields(json_t *body, srv_kind kind, int *http_status, char *err
             known = strcmp(key, list_fields[kind][i]) == 0;
         for (size_t i = 0; kind == SRV_TRANSLATE && i < N_DECODING_FIELDS && !known; i++)
             known = strcmp(key, decoding_fields[i].name) == 0;
+        known = known || strcmp(key, "source_lang") == 0 || strcmp(key, "target_lang") == 0;
         if (!known)
             return fail(http_status, 400, err, err_len, "unknown field '%.64s'", key);
     }
@@ -265,6 +269,40 @@ static int read_options(json_t *body, const tessera_config *cfg, srv_key *key, i
         return fail(http_status, 400, err, err_len,
                     "max_len: %d is more than this server takes (%d)", o->max_len,
                     SERVER_MAX_LEN_MAX);
+    return 0;
+}
+
+/* The model's own spelling of language `name` (it outlives the request's
+ * body), which the caller has checked the model has. */
+static const char *model_language(const tessera_model *m, const char *name)
+{
+    const char *own;
+    for (size_t i = 0; name && (own = tessera_model_language(m, i, NULL)) != NULL; i++)
+        if (strcmp(own, name) == 0)
+            return own;
+    return NULL;
+}
+
+/* A request's source_lang and target_lang (both kinds), checked as the
+ * command's --source-lang and --target-lang are. */
+static int read_languages(json_t *body, const tessera_model *m, srv_key *key, int *http_status,
+                          char *err, size_t err_len)
+{
+    static const char *const names[2] = {"source_lang", "target_lang"};
+    const char *given[2] = {NULL, NULL};
+    for (int side = 0; side < 2; side++) {
+        json_t *v = json_object_get(body, names[side]);
+        if (v && !json_is_string(v))
+            return fail(http_status, 400, err, err_len, "%s: must be a string", names[side]);
+        given[side] = v ? json_string_value(v) : NULL;
+    }
+    if (!m && !given[0] && !given[1]) /* the fuzz target's model is its config alone */
+        return 0;
+    char why[512];
+    if (tessera_model_check_languages(m, given[0], given[1], 1, why, sizeof why) != 0)
+        return fail(http_status, 400, err, err_len, "%s", why);
+    key->decoding.source_lang = model_language(m, given[0]);
+    key->decoding.target_lang = model_language(m, given[1]);
     return 0;
 }
 
@@ -403,6 +441,7 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
     if (known_fields(root, kind, http_status, err, err_len) != 0 ||
         (kind == SRV_TRANSLATE &&
          read_options(root, cm->cfg, &key, http_status, err, err_len) != 0) ||
+        read_languages(root, cm->model, &key, http_status, err, err_len) != 0 ||
         find_lists(root, kind, cm, s, &l, http_status, err, err_len) != 0)
         goto fail;
 

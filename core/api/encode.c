@@ -10,6 +10,7 @@
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
 #include "core/search/decode.h"
+#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 void tessera_encode_options_init(tessera_encode_options *o)
@@ -104,7 +105,7 @@ size_t tessera_encode_memory(const tessera_runtime *rt, const tessera_model *m, 
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
-    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
+    src_len = tsr_plan_add(src_len, tsr_source_extra(&m->cfg)); /* what the encoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, 1));
     return tsr_plan_add(own, batch_plan(&ex, NULL, &b));
@@ -124,12 +125,15 @@ int tessera_encode_with(tessera_runtime *rt, const tessera_model *m, const tesse
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
+    int32_t source_lang, no_target;
+    TSR_TRY(tsr_languages_for_call(m, o->source_lang, NULL, 0, &source_lang, &no_target, err,
+                                   err_len));
     TSR_TRY(tsr_check_sources(m, src, n, 0, "sentence", err, err_len));
-    /* The suffix's vectors are the encoder's output too: each sentence has
-     * len + n_source_suffix of them. */
+    /* The vectors of what the model adds are the encoder's output too: each
+     * sentence has len + tsr_source_extra of them. */
     const tessera_tokens *view;
     tessera_tokens *owned;
-    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
+    TSR_TRY(tsr_sources_arranged(m, src, n, source_lang, &view, &owned, err, err_len));
     float **vectors = tsr_calloc(n + 1, sizeof *vectors);
     for (size_t i = 0; vectors && i < n; i++)
         if (!(vectors[i] = tsr_malloc(view[i].len * m->d * sizeof(float)))) {

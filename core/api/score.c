@@ -1,7 +1,8 @@
-/* Teacher-forced scoring: the decoder is fed [bos] + tgt for all positions at
- * once (causal self-attention makes that equal to feeding them one at a time)
- * and each position's log-probability of the next target token, then of eos,
- * is read off the generator. */
+/* Teacher-forced scoring: the decoder is fed its start tokens ([bos], and a
+ * forced target language) + tgt for all positions at once (causal
+ * self-attention makes that equal to feeding them one at a time) and each
+ * position's log-probability of the next target token, then of eos, is read
+ * off the generator; the start tokens themselves are not scored. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "core/runtime/plan.h"
 #include "core/runtime/work.h"
 #include "core/search/decode.h"
+#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 /* Rows of generator output held at once: bounds memory for long targets. */
@@ -41,13 +43,15 @@ static void generator_logprobs(const tsr_exec *ex, const float *hidden, size_t r
 }
 
 static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
-                       const tessera_tokens *tgt, size_t n, float **out, char *err,
-                       size_t err_len)
+                       const tessera_tokens *tgt, size_t n, int32_t target_lang, float **out,
+                       char *err, size_t err_len)
 {
     const tessera_model *m = ex->m;
+    int32_t start[2];
+    size_t k = tsr_start_tokens(&m->cfg, target_lang, start);
     size_t V = (size_t)m->cfg.tgt_vocab_size, rows = 0;
     for (size_t i = 0; i < n; i++)
-        rows += tgt[i].len + 1;
+        rows += tgt[i].len + k;
     int32_t *tokens = tsr_malloc(rows * sizeof *tokens);
     int32_t *targets = tsr_malloc(rows * sizeof *targets);
     float *flat = tsr_malloc(rows * sizeof *flat);
@@ -58,16 +62,20 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
         rc = tsr_fail_oom(err, err_len, "out of memory scoring %zu target tokens", rows);
         goto done;
     }
-    size_t r = 0;
+    /* tokens: each pair's start tokens and target, one decoder row each;
+     * targets: what the rows that are scored predict (the last start row
+     * on), packed. */
+    size_t r = 0, scored = 0;
     for (size_t i = 0; i < n; i++) {
-        seqs[i] = (tsr_decode_seq){.slot = i, .sentence = i, .n_new = tgt[i].len + 1};
-        tokens[r] = m->cfg.bos_id;
+        seqs[i] = (tsr_decode_seq){.slot = i, .sentence = i, .n_new = tgt[i].len + k};
+        memcpy(tokens + r, start, k * sizeof(int32_t));
         if (tgt[i].len > 0) { /* an empty target may come with no array at all */
-            memcpy(tokens + r + 1, tgt[i].ids, tgt[i].len * sizeof(int32_t));
-            memcpy(targets + r, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+            memcpy(tokens + r + k, tgt[i].ids, tgt[i].len * sizeof(int32_t));
+            memcpy(targets + scored, tgt[i].ids, tgt[i].len * sizeof(int32_t));
         }
-        targets[r + tgt[i].len] = m->cfg.eos_id;
-        r += tgt[i].len + 1;
+        targets[scored + tgt[i].len] = m->cfg.eos_id;
+        r += tgt[i].len + k;
+        scored += tgt[i].len + 1;
     }
 
     tsr_source_batch sb;
@@ -79,8 +87,10 @@ static int score_batch(const tsr_exec *ex, const tessera_tokens *src,
     rc = tsr_decoder_init(&dec, ex, &sb.cross, n, err, err_len);
     if (rc == 0) {
         rc = tsr_decoder_forward(&dec, tokens, seqs, n, &hidden, err, err_len);
+        if (rc == 0 && k > 1) /* the rows before the last start token predict nothing scored */
+            hidden = tsr_decoder_drop_leading_rows(&dec, seqs, n, k - 1);
         if (rc == 0)
-            generator_logprobs(ex, hidden, rows, targets, logits, flat);
+            generator_logprobs(ex, hidden, scored, targets, logits, flat);
         tsr_decoder_free(&dec);
     }
     tsr_source_batch_free(m, &sb);
@@ -130,6 +140,7 @@ typedef struct score_job {
     size_t n;
     const tessera_score_options *o;
     float **scores;
+    int32_t target_lang; /* the target language's token, -1: none */
 } score_job;
 
 /* A batch's pairs gathered from the call's input (the batcher's order) and
@@ -169,7 +180,7 @@ static int score_all(const tsr_exec *ex, void *arg, char *err, size_t err_len)
                 tgt[i] = j->tgt[order[i]];
                 scores[i] = j->scores[order[i]];
             }
-            rc = score_batch(ex, src, tgt, count, scores, err, err_len);
+            rc = score_batch(ex, src, tgt, count, j->target_lang, scores, err, err_len);
         }
         tsr_free(src);
         tsr_free(tgt);
@@ -190,9 +201,10 @@ size_t tessera_score_memory(const tessera_runtime *rt, const tessera_model *m, s
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
-    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
+    src_len = tsr_plan_add(src_len, tsr_source_extra(&m->cfg)); /* what the encoder reads */
+    tgt_len = tsr_plan_add(tgt_len, tsr_start_length(&m->cfg)); /* what the decoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len,
-                         .tgt_rows = tsr_plan_mul(n, tgt_len + 1), .longest_tgt = tgt_len + 1};
+                         .tgt_rows = tsr_plan_mul(n, tgt_len), .longest_tgt = tgt_len};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, 1));
     return tsr_plan_add(own, batch_plan(&ex, NULL, &b));
 }
@@ -213,17 +225,22 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
         return tsr_fail(err, err_len, "batch size %d: must be at least 1", o->batch);
     if (o->batch_tokens < 0)
         return tsr_fail(err, err_len, "batch tokens %d: must not be negative", o->batch_tokens);
+    int32_t source_lang, target_lang;
+    TSR_TRY(tsr_languages_for_call(m, o->source_lang, o->target_lang, 1, &source_lang,
+                                   &target_lang, err, err_len));
     TSR_TRY(tsr_check_sources(m, src, n, 0, "source", err, err_len));
     TSR_TRY(tsr_check_tokens(tgt, n, m->cfg.tgt_vocab_size, m->cfg.max_positions, "target", 1, 1,
                              err, err_len));
+    size_t start = tsr_start_length(&m->cfg);
     for (size_t i = 0; i < n; i++)
-        if (tgt[i].len + 1 > (size_t)m->cfg.max_positions)
+        if (tgt[i].len + start > (size_t)m->cfg.max_positions)
             return tsr_fail(err, err_len,
-                            "target %zu: %zu tokens: BOS + target is longer than max_positions (%d)",
-                            i + 1, tgt[i].len, m->cfg.max_positions);
+                            "target %zu: %zu tokens: %s + target is longer than max_positions (%d)",
+                            i + 1, tgt[i].len, start > 1 ? "BOS, the target language" : "BOS",
+                            m->cfg.max_positions);
     const tessera_tokens *view;
     tessera_tokens *owned;
-    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
+    TSR_TRY(tsr_sources_arranged(m, src, n, source_lang, &view, &owned, err, err_len));
     float **scores = tsr_calloc(n + 1, sizeof *scores);
     for (size_t i = 0; scores && i < n; i++)
         if (!(scores[i] = tsr_malloc((tgt[i].len + 1) * sizeof(float)))) {
@@ -234,7 +251,7 @@ int tessera_score_with(tessera_runtime *rt, const tessera_model *m, const tesser
         tsr_free(owned);
         return tsr_fail_oom(err, err_len, "out of memory for %zu score lists", n);
     }
-    score_job job = {view, tgt, n, o, scores};
+    score_job job = {view, tgt, n, o, scores, target_lang};
     int rc = tsr_runtime_run(rt, m, score_all, &job, err, err_len);
     tsr_free(owned);
     if (rc != 0) {

@@ -10,6 +10,7 @@
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
 #include "core/search/decode.h"
+#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 /* Each target prefix (tessera_target_prefix_check), the error naming its
@@ -45,6 +46,7 @@ typedef struct translate_job {
     const tessera_translate_options *o;
     tessera_hypothesis *h;
     const tessera_tokens *given; /* src as the caller gave it, before the suffix */
+    int32_t target_lang;         /* the target language's token, -1: none */
 } translate_job;
 
 /* A batch's sentences gathered from the call's input (the batcher's order),
@@ -103,7 +105,8 @@ static int translate_all(const tsr_exec *ex, void *arg, char *err, size_t err_le
                 if (g.prefix)
                     g.prefix[i] = o->target_prefix[order[i]];
             }
-            tsr_decode_batch in = {g.src, g.prefix, count, o->first_sentence_index, order};
+            tsr_decode_batch in = {g.src,  g.prefix, count, o->first_sentence_index,
+                                   order, j->target_lang};
             rc = o->beam == 1 ? tsr_greedy(ex, &in, o, g.h, err, err_len)
                               : tsr_beam_search(ex, &in, o, g.h, err, err_len);
             /* Each hypothesis to its sentence's place (what a failed batch
@@ -130,7 +133,7 @@ size_t tessera_translate_memory(const tessera_runtime *rt, const tessera_model *
     tsr_gemm_config gemm;
     tsr_exec ex;
     tsr_runtime_exec(rt, m, &table, &gemm, &ex);
-    src_len = tsr_plan_add(src_len, (size_t)m->cfg.n_source_suffix); /* what the encoder reads */
+    src_len = tsr_plan_add(src_len, tsr_source_extra(&m->cfg)); /* what the encoder reads */
     tsr_batch_shape b = {.n = n, .src_rows = tsr_plan_mul(n, src_len), .longest_src = src_len};
     size_t own = tsr_plan_add(tsr_plan_thread_scratch(&ex), tsr_batcher_plan(n, o->batch_tokens > 0));
     return tsr_plan_add(own, batch_plan(&ex, o, &b));
@@ -148,19 +151,22 @@ int tessera_translate_with(tessera_runtime *rt, const tessera_model *m, const te
                         !rt ? "the runtime" : !m ? "the model" : !o ? "the options" : "src");
     TSR_TRY(tsr_check_has_decoder(m, "translate", err, err_len));
     TSR_TRY(tessera_translate_options_check(&m->cfg, o, err, err_len));
+    int32_t source_lang, target_lang;
+    TSR_TRY(tsr_languages_for_call(m, o->source_lang, o->target_lang, 1, &source_lang,
+                                   &target_lang, err, err_len));
     TSR_TRY(tsr_check_sources(m, src, n, o->allow_empty, "sentence", err, err_len));
     if (o->target_prefix)
         TSR_TRY(check_prefixes(m, o, n, err, err_len));
     const tessera_tokens *view;
     tessera_tokens *owned;
-    TSR_TRY(tsr_sources_with_suffix(m, src, n, &view, &owned, err, err_len));
+    TSR_TRY(tsr_sources_arranged(m, src, n, source_lang, &view, &owned, err, err_len));
     size_t per = (size_t)o->n_best;
     tessera_hypothesis *h = tsr_calloc(n * per + 1, sizeof *h);
     if (!h) {
         tsr_free(owned);
         return tsr_fail_oom(err, err_len, "out of memory for %zu hypotheses", n * per);
     }
-    translate_job job = {view, n, o, h, src};
+    translate_job job = {view, n, o, h, src, target_lang};
     int rc = tsr_runtime_run(rt, m, translate_all, &job, err, err_len);
     tsr_free(owned);
     if (rc != 0) {

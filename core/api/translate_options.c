@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/errors.h"
+#include "core/search/sources.h"
 
 void tessera_translate_options_init(tessera_translate_options *o)
 {
@@ -109,13 +110,13 @@ int tessera_target_prefix_check(const tessera_config *cfg, const tessera_transla
     if (!cfg || !o || !p || (p->len > 0 && !p->ids))
         return tsr_fail(err, err_len, "%s is NULL",
                         !cfg ? "the config" : !o ? "the options" : !p ? "the prefix" : "its ids");
-    size_t limit = (size_t)cfg->max_positions - 1;
+    size_t start = tsr_start_length(cfg), limit = (size_t)cfg->max_positions - start;
     if (o->max_len >= 0 && (size_t)o->max_len < limit)
         limit = (size_t)o->max_len;
     if (p->len > limit)
         return tsr_fail(err, err_len,
                         "%zu tokens, more than the %zu target tokens allowed (max_len, "
-                        "max_positions - 1)", p->len, limit);
+                        "max_positions - %zu)", p->len, limit, start);
     for (size_t t = 0; t < p->len; t++) {
         int id = (int)p->ids[t];
         if (id < 0 || id >= cfg->tgt_vocab_size)

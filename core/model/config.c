@@ -94,6 +94,18 @@ static const named_value decoder_starts[] = {
     {"zeros", TESSERA_START_ZEROS},
 };
 
+static const named_value source_languages[] = {
+    {"none", TESSERA_SOURCE_LANGUAGE_NONE},
+    {"prefix", TESSERA_SOURCE_LANGUAGE_PREFIX},
+    {"suffix", TESSERA_SOURCE_LANGUAGE_SUFFIX},
+};
+
+static const named_value target_languages[] = {
+    {"none", TESSERA_TARGET_LANGUAGE_NONE},
+    {"forced", TESSERA_TARGET_LANGUAGE_FORCED},
+    {"start", TESSERA_TARGET_LANGUAGE_START},
+};
+
 static const named_value ban_modes[] = {
     {"log_probs", 0},
     {"logits", 1},
@@ -326,7 +338,8 @@ static int read_tokenizer(const json_t *root, tessera_config *cfg, char *err, si
 /* The keys model families add (docs/model-format.md: "Model families"). */
 static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, size_t err_len)
 {
-    int named[3] = {(int)cfg->position_encoding, (int)cfg->decoder_start, cfg->ban_logits};
+    int named[5] = {(int)cfg->position_encoding, (int)cfg->decoder_start, cfg->ban_logits,
+                    (int)cfg->source_language, (int)cfg->target_language};
     if (read_named(root, "position_encoding", "encoding", position_encodings,
                    sizeof position_encodings / sizeof position_encodings[0], &named[0], err,
                    err_len) ||
@@ -334,6 +347,12 @@ static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, 
                    sizeof decoder_starts / sizeof decoder_starts[0], &named[1], err, err_len) ||
         read_named(root, "banned_target_ids_mode", "mode", ban_modes,
                    sizeof ban_modes / sizeof ban_modes[0], &named[2], err, err_len) ||
+        read_named(root, "source_language", "placement", source_languages,
+                   sizeof source_languages / sizeof source_languages[0], &named[3], err,
+                   err_len) ||
+        read_named(root, "target_language", "form", target_languages,
+                   sizeof target_languages / sizeof target_languages[0], &named[4], err,
+                   err_len) ||
         read_ids(root, "source_suffix", cfg->source_suffix, &cfg->n_source_suffix,
                  TESSERA_SOURCE_SUFFIX_MAX, err, err_len) ||
         read_ids(root, "banned_target_ids", cfg->banned_target_ids, &cfg->n_banned_target_ids,
@@ -344,6 +363,8 @@ static int read_family_keys(const json_t *root, tessera_config *cfg, char *err, 
     cfg->position_encoding = (tessera_position_encoding)named[0];
     cfg->decoder_start = (tessera_decoder_start)named[1];
     cfg->ban_logits = named[2];
+    cfg->source_language = (tessera_source_language)named[3];
+    cfg->target_language = (tessera_target_language)named[4];
     return 0;
 }
 
@@ -533,6 +554,22 @@ static int validate_family_keys(const tessera_config *c, int has_decoder, char *
     if (check_range("alignment_heads", c->alignment_heads, 0, c->n_heads + 1, " (0: all, n_heads)",
                     err, err_len))
         return -1;
+    if ((unsigned)c->source_language > TESSERA_SOURCE_LANGUAGE_SUFFIX)
+        return tsr_fail(err, err_len, "key 'source_language': unknown placement %d",
+                        (int)c->source_language);
+    if ((unsigned)c->target_language > TESSERA_TARGET_LANGUAGE_START)
+        return tsr_fail(err, err_len, "key 'target_language': unknown form %d",
+                        (int)c->target_language);
+    /* The language token then takes a row of its own: one id fewer fits
+     * source_suffix's place. */
+    if (c->source_language != TESSERA_SOURCE_LANGUAGE_NONE &&
+        c->n_source_suffix >= TESSERA_SOURCE_SUFFIX_MAX)
+        return tsr_fail(err, err_len, "key 'source_suffix': at most %d ids beside a source "
+                                      "language", TESSERA_SOURCE_SUFFIX_MAX - 1);
+    if (c->target_language == TESSERA_TARGET_LANGUAGE_START &&
+        c->decoder_start != TESSERA_START_BOS)
+        return tsr_fail(err, err_len, "key 'target_language': \"start\" replaces the decoder's "
+                                      "first token, which decoder_start \"zeros\" does not read");
     if (memchr(c->family, '\0', sizeof c->family) == NULL)
         return tsr_fail(err, err_len, "key 'family': not a terminated string");
     if (memchr(c->source_tokenizer, '\0', sizeof c->source_tokenizer) == NULL ||
@@ -541,6 +578,9 @@ static int validate_family_keys(const tessera_config *c, int has_decoder, char *
     if (!has_decoder) {
         if (c->target_tokenizer[0])
             return tsr_fail(err, err_len, "key 'tokenizer.target': an encoder alone has no "
+                                          "target side");
+        if (c->target_language != TESSERA_TARGET_LANGUAGE_NONE)
+            return tsr_fail(err, err_len, "key 'target_language': an encoder alone has no "
                                           "target side");
         if (c->tie_output_projection || c->share_embeddings || c->n_banned_target_ids)
             return tsr_fail(err, err_len, "key '%s': an encoder alone has no target side",

@@ -31,6 +31,21 @@ static inline tsr_layernorm_params tsr_layernorm_of(const tessera_config *cfg)
     return p;
 }
 
+/* The ids the encoder reads besides a sentence's own: source_suffix's, and
+ * the source language's token when the model takes one. */
+static inline size_t tsr_source_extra(const tessera_config *cfg)
+{
+    return (size_t)cfg->n_source_suffix + (cfg->source_language != TESSERA_SOURCE_LANGUAGE_NONE);
+}
+
+/* The decoder's inputs before the first output token: [bos], or [bos,
+ * language] with a target language forced first, or [language] alone
+ * (core/search/sources.h). */
+static inline size_t tsr_start_length(const tessera_config *cfg)
+{
+    return cfg->target_language == TESSERA_TARGET_LANGUAGE_FORCED ? 2 : 1;
+}
+
 /* The defaults of the optional keys; required keys set to 0. */
 void tsr_config_defaults(tessera_config *cfg);
 

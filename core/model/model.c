@@ -20,6 +20,7 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/languages.h"
 #include "core/model/sinusoid.h"
 #include "simd/int8.h"
 #include "text/tokenizer.h"
@@ -975,6 +976,7 @@ void tessera_model_free(tessera_model *m)
     tsr_free(m->enc);
     tsr_free(m->dec);
     tsr_model_text_free(m->text);
+    tsr_languages_free(m->languages);
     tsr_free(m);
 }
 

@@ -86,6 +86,9 @@ struct tessera_model {
     /* The tokenizers and vocabularies config.json names (text/tokenizer.h);
      * NULL when it names none. */
     struct tsr_model_text *text;
+    /* config.json's languages (core/model/languages.h); NULL for a model
+     * without them, and for one built by tessera_model_random. */
+    struct tsr_languages *languages;
 };
 
 /* The panels thread `copy`'s weights: w itself for copy 0, else a copy of w

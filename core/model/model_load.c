@@ -11,6 +11,7 @@
 #include "core/model/config.h"
 #include "core/model/ctranslate2/load.h"
 #include "core/model/ctranslate2/spec.h"
+#include "core/model/languages.h"
 #include "core/model/model.h"
 #include "core/model/safetensors.h"
 #include "simd/dispatch.h"
@@ -232,16 +233,23 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     TSR_TRY(tsr_threads_resolve(options ? options->threads : 0, &threads, err, err_len));
     if (threads == 0)
         threads = tsr_threads_allowed_cpus();
+    tsr_languages *languages;
+    TSR_TRY(tsr_languages_load(path, &cfg, &languages, err, err_len));
 
     /* The tokenizers first: a missing one is found before the weights load. */
     tsr_model_text *text;
-    TSR_TRY(tsr_model_text_load(dir, &cfg, &text, err, err_len));
+    int rc = tsr_model_text_load(dir, &cfg, &text, err, err_len);
+    if (rc != 0) {
+        tsr_languages_free(languages);
+        return rc;
+    }
 
     file_source fs = {.kernels = kernels};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = tsr_safetensors_open_table(path, &fs.st, err, err_len);
+    rc = tsr_safetensors_open_table(path, &fs.st, err, err_len);
     if (rc != 0) {
         tsr_model_text_free(text);
+        tsr_languages_free(languages);
         return tsr_fail_prefix(rc, err, err_len, path);
     }
 
@@ -252,8 +260,10 @@ int tessera_model_load_with(const char *dir, const tessera_load_options *options
     tsr_safetensors_close(&fs.st);
     if (rc != 0) {
         tsr_model_text_free(text);
+        tsr_languages_free(languages);
         return tsr_fail_prefix(rc, err, err_len, path);
     }
     (*model)->text = text;
+    (*model)->languages = languages;
     return 0;
 }

@@ -338,3 +338,20 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
     *hidden = dec->x.p;
     return 0;
 }
+
+const float *tsr_decoder_drop_leading_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n,
+                                           size_t drop)
+{
+    size_t d = dec->ex->m->d, to = 0;
+    /* Row by row in order: a row moves only down, over rows already moved. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t t = drop; t < seqs[i].n_new; t++, to++) {
+            size_t from = dec->row0[i] + t;
+            if (from == to)
+                continue;
+            memmove(dec->x.p + to * d, dec->x.p + from * d, d * sizeof(float));
+            if (dec->want_alignments)
+                dec->alignment[to] = dec->alignment[from];
+        }
+    return dec->x.p;
+}

@@ -75,6 +75,14 @@ void tsr_decoder_want_alignments(tsr_decoder *dec);
 int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decode_seq *seqs,
                         size_t n, const float **hidden, char *err, size_t err_len);
 
+/* After a call: leaves out the first `drop` rows of every sequence (each fed
+ * more than `drop` tokens) from the hidden states and the alignments, the
+ * others packed in their order; returns the hidden states. For the rows
+ * whose next token is given rather than predicted: a start token before a
+ * forced target language. */
+const float *tsr_decoder_drop_leading_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n,
+                                           size_t drop);
+
 /* Memory plans (core/runtime/plan.h): the cross memory of src_rows source
  * rows, and what building it holds besides (one layer's rows before their
  * layout); a decoder over `slots` hypotheses whose caches reach `positions`

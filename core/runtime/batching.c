@@ -5,6 +5,8 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/config.h"
+#include "core/model/model.h"
 
 /* An input's place in the order: shortest source first, input order among
  * equals (the index breaks ties, so every C library sorts alike). */
@@ -93,8 +95,8 @@ int tsr_batcher_next(tsr_batcher *b, size_t *first, size_t *count, char *err, si
         more.src_rows += len;
         if (len > more.longest_src)
             more.longest_src = len;
-        if (b->tgt) { /* score: BOS + target */
-            size_t rows = b->tgt[i].len + 1;
+        if (b->tgt) { /* score: the start tokens + target */
+            size_t rows = b->tgt[i].len + tsr_start_length(&b->ex->m->cfg);
             more.tgt_rows += rows;
             if (rows > more.longest_tgt)
                 more.longest_tgt = rows;

@@ -70,6 +70,7 @@ typedef struct search {
     const tessera_translate_options *o;
     size_t N, limit, V, n;
     const tessera_tokens *prefix; /* [n] or NULL */
+    int32_t target_lang;          /* the call's target language token (tsr_start_tokens) */
     tsr_rules rules;
     sentence *sent;
     hyp *live_pool;
@@ -326,23 +327,36 @@ static void copy_caches(search *b)
 
 static int step(search *b, char *err, size_t err_len)
 {
-    size_t rows = 0;
+    /* Each live hypothesis feeds its last token; at the first step, when
+     * each sentence has one, the start tokens (fewer than the beam). */
+    int32_t start[2];
+    size_t rows = 0, fed = 0, k = tsr_start_tokens(&b->m->cfg, b->target_lang, start);
+    int first = 0;
     for (size_t si = 0; si < b->n; si++) {
         sentence *s = &b->sent[si];
         if (s->done)
             continue;
         for (size_t h = 0; h < s->n_live; h++) {
+            const hyp *live = &s->live[h];
             b->row_hyp[rows] = h;
-            b->row_score[rows] = s->live[h].score;
-            b->seqs[rows] = (tsr_decode_seq){.slot = s->live[h].slot, .sentence = si, .n_new = 1};
-            b->next[rows++] = s->live[h].len ? s->live[h].tokens[s->live[h].len - 1]
-                                             : b->m->cfg.bos_id;
+            b->row_score[rows] = live->score;
+            b->seqs[rows++] = (tsr_decode_seq){.slot = live->slot, .sentence = si,
+                                               .n_new = live->len ? 1 : k};
+            if (live->len) {
+                b->next[fed++] = live->tokens[live->len - 1];
+            } else {
+                memcpy(b->next + fed, start, k * sizeof *start);
+                fed += k;
+                first = 1;
+            }
         }
     }
     if (rows == 0)
         return 1;
     const float *hidden;
     TSR_TRY(tsr_decoder_forward(&b->dec, b->next, b->seqs, rows, &hidden, err, err_len));
+    if (first && k > 1) /* the start rows before the last predict nothing */
+        hidden = tsr_decoder_drop_leading_rows(&b->dec, b->seqs, rows, k - 1);
     /* The output head's logits, then each row's log-softmax and best pairs,
      * split over the team by rows. */
 #pragma omp parallel num_threads(b->ex->threads)
@@ -520,7 +534,10 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
     /* assign_slots: a claim per slot of a sentence, on the heap past 256. */
     if (N > 256)
         state = tsr_plan_add(state, tsr_plan_block(N));
-    size_t decoder = tsr_decoder_plan(ex, rows, rows, rows, limit + 1, b->longest_src,
+    /* The first call feeds each sentence's start tokens (at most 2 <= N
+     * rows), the others one row per live hypothesis. */
+    size_t k = tsr_start_length(&m->cfg);
+    size_t decoder = tsr_decoder_plan(ex, rows, rows, rows, limit + k, b->longest_src,
                                       o->return_alignments);
     return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, decoder));
 }
@@ -532,6 +549,7 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
     search b = {
         .ex = ex, .m = ex->m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(ex->m, o),
         .V = (size_t)ex->m->cfg.tgt_vocab_size, .n = in->n, .prefix = in->prefix,
+        .target_lang = in->target_lang,
     };
     tsr_rules_init(&b.rules, ex->m, o);
     tsr_source_batch sb;

@@ -12,13 +12,15 @@
  * prefixes (NULL: none), and each one's index in the whole input, which
  * keys its random stream for sampling: first_index + order[s] (the call's
  * first_sentence_index, and where the batch took sentence s from), or the
- * options' stream_index[order[s]] when the caller gave one per sentence. */
+ * options' stream_index[order[s]] when the caller gave one per sentence.
+ * Every sentence's decoder starts from tsr_start_tokens (core/search/sources.h). */
 typedef struct tsr_decode_batch {
     const tessera_tokens *src;
     const tessera_tokens *prefix;
     size_t n;
     uint64_t first_index;
     const size_t *order;
+    int32_t target_lang; /* the call's target language token (tsr_start_tokens), -1: none */
 } tsr_decode_batch;
 
 /* Decoding entry points for one batch of sentences, run on the call's

@@ -1,5 +1,5 @@
 /* Greedy decoding (and sampling) of a batch: every sentence starts from
- * [bos] and its target prefix, appends the argmax of the generator at its
+ * the start tokens ([bos], or with a target language) and its target prefix, appends the argmax of the generator at its
  * last position (or a token drawn from it), and leaves the batch when it
  * emits an ending token or reaches the length limit. */
 #include <math.h>
@@ -21,6 +21,8 @@ typedef struct greedy_state {
     double *logprob;  /* [n] */
     tsr_decode_seq *seqs;
     int32_t *next;    /* the token each active sentence feeds next */
+    int32_t *first;   /* [n][start length]: what each feeds first (tsr_start_tokens) */
+    int32_t target_lang;
     float *step_logprob; /* [n]: log-probability of each active row's choice */
     int32_t *align;      /* [n][limit] alignments, or NULL when not asked for */
     int plain;           /* the argmax of the raw logits: no option below is on */
@@ -76,19 +78,24 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
 {
     const tessera_model *m = ex->m;
     size_t limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size, active = 0;
+    int32_t start[2];
+    size_t k = tsr_start_tokens(&m->cfg, g->target_lang, start);
     for (size_t s = 0; s < n; s++) {
         if (limit == 0) {
             finish(o, g, s, 0, out);
             continue;
         }
-        g->seqs[active] = (tsr_decode_seq){.slot = s, .sentence = s, .n_new = 1};
-        g->next[active++] = m->cfg.bos_id;
+        g->seqs[active] = (tsr_decode_seq){.slot = s, .sentence = s, .n_new = k};
+        memcpy(g->first + active++ * k, start, k * sizeof *start);
     }
     if (tsr_buffer_reserve(logits, n * V) != 0)
         return tsr_fail_oom(err, err_len, "out of memory for the generator output");
-    while (active > 0) {
+    for (int first = 1; active > 0; first = 0) {
         const float *hidden;
-        TSR_TRY(tsr_decoder_forward(dec, g->next, g->seqs, active, &hidden, err, err_len));
+        TSR_TRY(tsr_decoder_forward(dec, first ? g->first : g->next, g->seqs, active, &hidden,
+                                    err, err_len));
+        if (first && k > 1) /* the start rows before the last predict nothing */
+            hidden = tsr_decoder_drop_leading_rows(dec, g->seqs, active, k - 1);
         /* The output head's logits, then each row's token, split over the
          * team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(ex->threads)
@@ -133,6 +140,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
                 continue;
             }
             g->seqs[kept] = g->seqs[i];
+            g->seqs[kept].n_new = 1;
             g->next[kept++] = tok;
         }
         active = kept;
@@ -156,11 +164,13 @@ size_t tsr_greedy_plan(const tsr_exec *ex, const tessera_translate_options *o,
     size_t n = b->n, limit = tsr_target_limit(m, o), V = (size_t)m->cfg.tgt_vocab_size;
     /* The state, allocated before the source side (tsr_greedy below). */
     size_t history = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, limit) + 1, sizeof(int32_t)));
+    size_t k = tsr_start_length(&m->cfg);
     static const size_t per_sentence[] = {sizeof(size_t), sizeof(double), sizeof(tsr_decode_seq),
                                           sizeof(int32_t), sizeof(float)};
     size_t state = history;
     for (size_t i = 0; i < sizeof per_sentence / sizeof per_sentence[0]; i++)
         state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(n, per_sentence[i])));
+    state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, k), sizeof(int32_t))));
     if (o->return_alignments)
         state = tsr_plan_add(state, history);
     if (o->sampling_topk != 1) {
@@ -168,10 +178,11 @@ size_t tsr_greedy_plan(const tsr_exec *ex, const tessera_translate_options *o,
         state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(tsr_plan_mul(n, V),
                                                                sizeof(tsr_sample_entry))));
     }
-    /* Held with the cross memory: the decoder (one slot and one row per
-     * sentence; the cache holds BOS and every token but the last) and the
-     * generator's logits. */
-    size_t decoder = tsr_decoder_plan(ex, n, n, n, limit + 1, b->longest_src, o->return_alignments);
+    /* Held with the cross memory: the decoder (one slot per sentence, its
+     * start tokens at the first call, one row each after; the cache holds
+     * them and every token but the last) and the generator's logits. */
+    size_t decoder = tsr_decoder_plan(ex, n, n, tsr_plan_mul(n, k), limit + k, b->longest_src,
+                                      o->return_alignments);
     size_t logits = tsr_plan_buffer(tsr_plan_mul(n, V));
     return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, tsr_plan_add(decoder, logits)));
 }
@@ -190,6 +201,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         .logprob = tsr_calloc(n, sizeof(double)),
         .seqs = tsr_malloc(n * sizeof(tsr_decode_seq)),
         .next = tsr_malloc(n * sizeof(int32_t)),
+        .first = tsr_malloc(n * tsr_start_length(&m->cfg) * sizeof(int32_t)),
+        .target_lang = in->target_lang,
         .step_logprob = tsr_malloc(n * sizeof(float)),
         .prefix = in->prefix,
         .sampling = o->sampling_topk != 1,
@@ -209,7 +222,8 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
             g.key[s] = tsr_sample_key(o->seed, o->stream_index ? o->stream_index[in->order[s]]
                                                            : in->first_index + in->order[s]);
     }
-    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.step_logprob || sampling_oom ||
+    if (!g.ids || !g.len || !g.logprob || !g.seqs || !g.next || !g.first || !g.step_logprob ||
+        sampling_oom ||
         (o->return_alignments && !g.align)) {
         rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
@@ -232,6 +246,7 @@ free_state:
     tsr_free(g.logprob);
     tsr_free(g.seqs);
     tsr_free(g.next);
+    tsr_free(g.first);
     tsr_free(g.step_logprob);
     tsr_free(g.align);
     tsr_free(g.key);
