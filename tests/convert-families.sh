@@ -10,8 +10,11 @@
 # 1, no traceback; it tells Marian's two gelu forms apart by model.yml's
 # version or --marian-gelu. The same for tests/golden/families/*/hf-marian
 # (Hugging Face MarianMT directories, tools/write-hf-marian-checkpoint), found
-# without --from. Needs /usr/bin/python3 with numpy and yaml (not torch: the
+# without --from; and tests/golden/families/*/hf (M2M100 and NLLB-200,
+# tools/write-hf-m2m100-checkpoint), with python3-sentencepiece. Needs
+# /usr/bin/python3 with numpy and yaml (not torch: the
 # families read from .pt files are tests/convert-torch-families.sh's).
+python_modules="numpy yaml sentencepiece"
 . "$(dirname "$0")/convert-lib.sh"
 
 found=0
@@ -184,6 +187,60 @@ for original in "$families"/*/hf-marian; do
     fi
 done
 [ "$found" -ge 3 ] || fail "found $found MarianMT originals under $families, expected 3 or more"
+
+# ---- Hugging Face M2M100 and NLLB-200 ---------------------------------------------
+# The originals (tools/write-hf-m2m100-checkpoint) convert, found without
+# --from, to the committed files and the tokenizer's model; and what tessera
+# cannot run is refused in one line naming it.
+found=0
+for original in "$families"/hf-nllb-*/hf "$families"/hf-m2m100-*/hf; do
+    [ -d "$original" ] || continue
+    found=$((found + 1))
+    fixture=$(dirname "$original")
+    name=$(basename "$fixture")
+    dtype=f32
+    grep -q '"F16"' "$fixture/model.safetensors" 2>/dev/null && dtype=f16
+    if converts "$name" "$original" "$work/$name" --dtype "$dtype"; then
+        same "$name" "$fixture" "$work/$name"
+        cmp -s "$fixture/shared.spm" "$work/$name/shared.spm" || fail "$name: shared.spm differs"
+        echo "PASS: $name converts to the committed files (found as hf-m2m100 without --from)"
+    fi
+done
+[ "$found" -ge 3 ] || fail "found $found M2M100/NLLB originals under $families, expected 3"
+
+# m2m_refuses NAME EDIT MESSAGE: the NLLB original edited by the Python
+# statement EDIT (on config `c`, tokenizer config `t`, directory `d`) is
+# refused with MESSAGE.
+m2m_refuses() {
+    case_dir="$work/refuse-$1"
+    cp -r "$families/hf-nllb-f16/hf" "$case_dir"
+    "$python" - "$case_dir" "$2" <<'PYEOF' || { fail "$1: could not make the case"; return; }
+import json, os, sys
+d, edit = sys.argv[1:]
+c = json.load(open(os.path.join(d, "config.json")))
+t = json.load(open(os.path.join(d, "tokenizer_config.json")))
+exec(edit)
+json.dump(c, open(os.path.join(d, "config.json"), "w"))
+json.dump(t, open(os.path.join(d, "tokenizer_config.json"), "w"))
+PYEOF
+    "$python" "$convert" "$case_dir" "$case_dir.out" 2>"$case_dir.err"
+    code=$?
+    if [ "$code" -ne 1 ] || grep -q Traceback "$case_dir.err" || ! grep -qF "$3" "$case_dir.err" \
+        || [ "$(wc -l <"$case_dir.err")" -ne 1 ]; then
+        fail "$1: exit $code, expected one line with '$3': $(cat "$case_dir.err")"
+    else
+        echo "PASS: $1 refused: $(cat "$case_dir.err")"
+    fi
+}
+m2m_refuses untied 'c["tie_word_embeddings"] = False' "tie_word_embeddings false"
+m2m_refuses tokenizer-class 't["tokenizer_class"] = "BertTokenizer"' "tokenizer_class 'BertTokenizer'"
+m2m_refuses no-languages 'del t["additional_special_tokens"]' "additional_special_tokens must list"
+m2m_refuses too-many-languages 't["additional_special_tokens"] += ["x%d" % i for i in range(9)]' \
+    "more than the 48 rows of the embedding"
+m2m_refuses no-spm 'os.remove(os.path.join(d, "sentencepiece.bpe.model"))' \
+    "sentencepiece.bpe.model missing"
+m2m_refuses heads 'c["decoder_attention_heads"] = 4' "decoder_attention_heads 4 differs"
+m2m_refuses legacy 't["legacy_behaviour"] = "yes"' "legacy_behaviour must be true or false"
 
 [ "$status" -eq 0 ] && echo "PASS"
 exit "$status"

@@ -152,14 +152,27 @@ static test_run run_tessera(const char *isa, const char *kind, const char *model
     /* One thread alone, two with batches: the fixtures hold for both. */
     argv[a++] = "--threads";
     argv[a++] = batch > 1 ? "2" : "1";
-    if (tokens)
-        argv[a++] = "--tokens";
+    /* Ids, or pieces with --tokens, also for a model with a tokenizer (the
+     * multilingual fixtures carry theirs), which would read text. */
+    argv[a++] = tokens ? "--tokens" : "--ids";
     for (; extra && *extra; extra++) {
         cr_assert(a + 1 < sizeof argv / sizeof argv[0], "too many arguments for tessera");
         argv[a++] = (char *)*extra;
     }
+    /* A multilingual fixture is made with its languages (languages.flags,
+     * tests/golden/families/README-hf-m2m100.md): every run takes them. */
+    char path[1100];
+    snprintf(path, sizeof path, "%s/languages.flags", model_dir);
+    char *languages = access(path, R_OK) == 0 ? test_read_file(path, NULL) : NULL;
+    for (char *save = NULL, *tok = languages ? strtok_r(languages, " \t\n", &save) : NULL; tok;
+         tok = strtok_r(NULL, " \t\n", &save)) {
+        cr_assert(a + 1 < sizeof argv / sizeof argv[0], "too many arguments for tessera");
+        argv[a++] = tok;
+    }
     argv[a] = NULL;
-    return test_run_command(argv, input, env);
+    test_run r = test_run_command(argv, input, env);
+    free(languages);
+    return r;
 }
 
 static char *read_fixture(const char *model, const char *name)

@@ -100,17 +100,22 @@ def _load_json(path, what):
         raise HFMarianError("%s: not valid JSON (%s): %s" % (what, path, str(e).splitlines()[0]))
 
 
-def detect(path):
-    """True when path is a directory holding a transformers MarianMT config.json."""
+def hf_model_type(path):
+    """The model_type of a transformers directory's config.json, or None."""
     config = os.path.join(path, "config.json")
     if not os.path.isdir(path) or not os.path.isfile(config):
-        return False
+        return None
     try:
         with open(config, encoding="utf-8") as f:
             value = json.load(f)
     except (OSError, ValueError):
-        return False
-    return isinstance(value, dict) and value.get("model_type") == "marian"
+        return None
+    return value.get("model_type") if isinstance(value, dict) else None
+
+
+def detect(path):
+    """True when path is a directory holding a transformers MarianMT config.json."""
+    return hf_model_type(path) == "marian"
 
 
 def read_safetensors(path):
@@ -393,6 +398,48 @@ def position_table(t, arch, note):
     return table.reshape(rows, 1, d)
 
 
+def layer_tensors(t, arch, out):
+    """Every encoder and decoder layer of a BART-style state dict (MarianMT,
+    M2M100, NLLB, mBART share the names) into out, by tessera's names:
+    q/k/v stacked into in_proj, self_attn_layer_norm / encoder_attn_layer_norm /
+    final_layer_norm as norm1..norm3 (in the layer's order, pre- or post-norm
+    alike)."""
+    d, ffn = arch["d"], arch["ffn"]
+
+    def attention(hf, ours):
+        out[ours + ".in_proj_weight"] = np.concatenate(
+            [t.get("%s.%s.weight" % (hf, p), (d, d)) for p in ("q_proj", "k_proj", "v_proj")])
+        out[ours + ".in_proj_bias"] = np.concatenate(
+            [t.get("%s.%s.bias" % (hf, p), (d,)) for p in ("q_proj", "k_proj", "v_proj")])
+        out[ours + ".out_proj.weight"] = t.get(hf + ".out_proj.weight", (d, d))
+        out[ours + ".out_proj.bias"] = t.get(hf + ".out_proj.bias", (d,))
+
+    def norm(hf, ours):
+        out[ours + ".weight"] = t.get(hf + ".weight", (d,))
+        out[ours + ".bias"] = t.get(hf + ".bias", (d,))
+
+    def ffn_block(hf, ours):
+        out[ours + ".linear1.weight"] = t.get(hf + ".fc1.weight", (ffn, d))
+        out[ours + ".linear1.bias"] = t.get(hf + ".fc1.bias", (ffn,))
+        out[ours + ".linear2.weight"] = t.get(hf + ".fc2.weight", (d, ffn))
+        out[ours + ".linear2.bias"] = t.get(hf + ".fc2.bias", (d,))
+
+    for i in range(arch["enc_layers"]):
+        hf, ours = "encoder.layers.%d" % i, "transformer.encoder.layers.%d" % i
+        attention(hf + ".self_attn", ours + ".self_attn")
+        norm(hf + ".self_attn_layer_norm", ours + ".norm1")
+        ffn_block(hf, ours)
+        norm(hf + ".final_layer_norm", ours + ".norm2")
+    for i in range(arch["dec_layers"]):
+        hf, ours = "decoder.layers.%d" % i, "transformer.decoder.layers.%d" % i
+        attention(hf + ".self_attn", ours + ".self_attn")
+        norm(hf + ".self_attn_layer_norm", ours + ".norm1")
+        attention(hf + ".encoder_attn", ours + ".multihead_attn")
+        norm(hf + ".encoder_attn_layer_norm", ours + ".norm2")
+        ffn_block(hf, ours)
+        norm(hf + ".final_layer_norm", ours + ".norm3")
+
+
 def select_tensors(t, arch, note):
     d, ffn = arch["d"], arch["ffn"]
     vs, vt = arch["vocab_size"], arch["decoder_vocab_size"]
@@ -434,38 +481,7 @@ def select_tensors(t, arch, note):
     if table is not None:
         out[POS_TABLE] = table
 
-    def attention(hf, ours):
-        out[ours + ".in_proj_weight"] = np.concatenate(
-            [t.get("%s.%s.weight" % (hf, p), (d, d)) for p in ("q_proj", "k_proj", "v_proj")])
-        out[ours + ".in_proj_bias"] = np.concatenate(
-            [t.get("%s.%s.bias" % (hf, p), (d,)) for p in ("q_proj", "k_proj", "v_proj")])
-        out[ours + ".out_proj.weight"] = t.get(hf + ".out_proj.weight", (d, d))
-        out[ours + ".out_proj.bias"] = t.get(hf + ".out_proj.bias", (d,))
-
-    def norm(hf, ours):
-        out[ours + ".weight"] = t.get(hf + ".weight", (d,))
-        out[ours + ".bias"] = t.get(hf + ".bias", (d,))
-
-    def ffn_block(hf, ours):
-        out[ours + ".linear1.weight"] = t.get(hf + ".fc1.weight", (ffn, d))
-        out[ours + ".linear1.bias"] = t.get(hf + ".fc1.bias", (ffn,))
-        out[ours + ".linear2.weight"] = t.get(hf + ".fc2.weight", (d, ffn))
-        out[ours + ".linear2.bias"] = t.get(hf + ".fc2.bias", (d,))
-
-    for i in range(arch["enc_layers"]):
-        hf, ours = "encoder.layers.%d" % i, "transformer.encoder.layers.%d" % i
-        attention(hf + ".self_attn", ours + ".self_attn")
-        norm(hf + ".self_attn_layer_norm", ours + ".norm1")
-        ffn_block(hf, ours)
-        norm(hf + ".final_layer_norm", ours + ".norm2")
-    for i in range(arch["dec_layers"]):
-        hf, ours = "decoder.layers.%d" % i, "transformer.decoder.layers.%d" % i
-        attention(hf + ".self_attn", ours + ".self_attn")
-        norm(hf + ".self_attn_layer_norm", ours + ".norm1")
-        attention(hf + ".encoder_attn", ours + ".multihead_attn")
-        norm(hf + ".encoder_attn_layer_norm", ours + ".norm2")
-        ffn_block(hf, ours)
-        norm(hf + ".final_layer_norm", ours + ".norm3")
+    layer_tensors(t, arch, out)
     for name in ("encoder.layernorm_embedding.weight", "decoder.layernorm_embedding.weight",
                  "encoder.layer_norm.weight", "decoder.layer_norm.weight"):
         if t.has(name):

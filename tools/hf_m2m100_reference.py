@@ -1,0 +1,165 @@
+"""M2M100ForConditionalGeneration (M2M100, NLLB-200) in float64 numpy, from a
+Hugging Face directory's own files and names, for tests/golden/families/hf-nllb-*
+and hf-m2m100-*.
+
+Written from transformers' sources (models/m2m_100/modeling_m2m_100.py,
+configuration_m2m_100.py, tokenization_m2m_100.py, models/nllb/tokenization_nllb.py,
+generation/logits_process.py), never from tessera's converter:
+- token embeddings times sqrt(d_model) (scale_embedding; M2M100ScaledWordEmbedding);
+  encoder, decoder and lm_head share `model.shared.weight` (tie_word_embeddings);
+- positions: M2M100SinusoidalPositionalEmbedding.get_embedding, half_dim = d/2,
+  frequencies exp(-i log(10000) / (half_dim - 1)), [sin | cos], row p the
+  position: create_position_ids_from_input_ids counts from padding_idx + 1, so
+  token t of a sentence (from 0) reads row t + 2;
+- pre-norm layers (M2M100EncoderLayer, M2M100DecoderLayer: LayerNorm before the
+  self-attention, the cross-attention and the FFN, residual after), and the final
+  encoder.layer_norm and decoder.layer_norm; nn.LayerNorm eps 1e-5; relu;
+- attention q/k/v/out with biases, q scaled by head_dim^-0.5;
+- no output bias;
+- the tokenizers' special tokens: NllbTokenizer (legacy_behaviour false) and
+  M2M100Tokenizer give [src_lang] tokens </s>; NLLB's legacy mode tokens </s>
+  [src_lang]; generation starts the decoder from decoder_start_token_id (</s>)
+  and ForcedBOSLogitsProcessor makes the target language the first token (the
+  only one with a finite score: its log-probability counts 0), which
+  skip_special_tokens then leaves out of the text.
+
+The searches are tessera's (marian_reference.TesseraSearch, the port of
+tools/tessera_torch.py's): decode_logits here returns the rows after the forced
+language token, so that the search sees the tokens it chooses only.
+"""
+
+import json
+import math
+import os
+import struct
+
+import numpy as np
+
+from marian_reference import TesseraSearch, format_logprobs, format_nbest  # noqa: F401
+
+LAYER_NORM_EPS = 1e-5
+DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8"}
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        raw = np.frombuffer(blob[8 + n + a:8 + n + b], dtype=DTYPES[info["dtype"]])
+        out[name] = raw.astype(np.float64).reshape(info["shape"])
+    return out
+
+
+def m2m100_sinusoid(rows, d):
+    """get_embedding(rows, d, padding_idx) without the zeroed padding row."""
+    half = d // 2
+    freq = np.exp(np.arange(half, dtype=np.float64) * -(math.log(10000.0) / (half - 1)))
+    angle = np.arange(rows, dtype=np.float64)[:, None] * freq[None, :]
+    return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+
+
+class M2M100Reference(TesseraSearch):
+    def __init__(self, directory, source_lang, target_lang):
+        def load(name):
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
+                return json.load(f)
+        hf = load("config.json")
+        tokenizer = load("tokenizer_config.json")
+        self.hf = hf
+        self.d = hf["d_model"]
+        self.heads = hf["encoder_attention_heads"]
+        self.scale = math.sqrt(self.d) if hf.get("scale_embedding", False) else 1.0
+        raw = load_safetensors(os.path.join(directory, "model.safetensors"))
+        self.w = {(k[6:] if k.startswith("model.") else k): v for k, v in raw.items()}
+        self.table = self.w["shared.weight"]
+        self.pad = hf["pad_token_id"]
+        self.eos = hf["eos_token_id"]
+        self.start = hf["decoder_start_token_id"]
+        # padding_idx + 1 onwards; two more rows than max_position_embeddings hold
+        self.positions = m2m100_sinusoid(hf["max_position_embeddings"] + self.pad + 1, self.d)
+        self.legacy = tokenizer.get("legacy_behaviour", False)
+        self.source_lang = self.language_id(directory, tokenizer, source_lang)
+        self.target_lang = self.language_id(directory, tokenizer, target_lang)
+        self.banned = []
+        self.config = {"max_positions": hf["max_position_embeddings"] - 1}
+
+    def language_id(self, directory, tokenizer, code):
+        """The tokenizer's id of language `code`: NLLB, after the SentencePiece
+        pieces (offset 1); M2M100, after vocab.json's entries."""
+        codes = tokenizer["additional_special_tokens"]
+        if tokenizer["tokenizer_class"] == "NllbTokenizer":
+            import sentencepiece as spm
+            sp = spm.SentencePieceProcessor(
+                model_file=os.path.join(directory, "sentencepiece.bpe.model"))
+            return sp.get_piece_size() + 1 + codes.index(code)
+        with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
+            size = len(json.load(f))
+        return size + codes.index("__%s__" % code)
+
+    # ---- the network ----------------------------------------------------------
+
+    def _linear(self, x, name):
+        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+
+    def _norm(self, x, name):
+        mean = x.mean(axis=-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + LAYER_NORM_EPS) * self.w[name + ".weight"] \
+            + self.w[name + ".bias"]
+
+    def _attention(self, x, memory, name, causal):
+        n, m, h = x.shape[0], memory.shape[0], self.heads
+        dh = self.d // h
+        q = (self._linear(x, name + ".q_proj") * dh ** -0.5).reshape(n, h, dh).transpose(1, 0, 2)
+        k = self._linear(memory, name + ".k_proj").reshape(m, h, dh).transpose(1, 0, 2)
+        v = self._linear(memory, name + ".v_proj").reshape(m, h, dh).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1)
+        if causal:
+            s = s + np.where(np.triu(np.ones((n, m), dtype=bool), 1), -np.inf, 0.0)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        return self._linear((p @ v).transpose(1, 0, 2).reshape(n, self.d), name + ".out_proj")
+
+    def _embed(self, ids):
+        rows = self.pad + 1 + np.arange(len(ids))
+        return self.table[ids] * self.scale + self.positions[rows]
+
+    def source_tokens(self, src_ids):
+        """What the tokenizer gives for a sentence of src_ids."""
+        if self.legacy:
+            return list(src_ids) + [self.eos, self.source_lang]
+        return [self.source_lang] + list(src_ids) + [self.eos]
+
+    def encode(self, src_ids):
+        if not src_ids:
+            raise ValueError("empty source")
+        x = self._embed(self.source_tokens(src_ids))
+        for i in range(self.hf["encoder_layers"]):
+            p = "encoder.layers.%d" % i
+            h = self._norm(x, p + ".self_attn_layer_norm")
+            x = x + self._attention(h, h, p + ".self_attn", False)
+            h = self._norm(x, p + ".final_layer_norm")
+            x = x + self._linear(np.maximum(self._linear(h, p + ".fc1"), 0.0), p + ".fc2")
+        return self._norm(x, "encoder.layer_norm")
+
+    def decode_logits(self, memory, tokens):
+        """Logits [len(tokens) + 1, V]: the rows after </s> and the forced target
+        language, fed [</s>, tgt_lang] + tokens."""
+        ids = [self.start, self.target_lang] + list(tokens)
+        x = self._embed(ids)
+        for i in range(self.hf["decoder_layers"]):
+            p = "decoder.layers.%d" % i
+            h = self._norm(x, p + ".self_attn_layer_norm")
+            x = x + self._attention(h, h, p + ".self_attn", True)
+            h = self._norm(x, p + ".encoder_attn_layer_norm")
+            x = x + self._attention(h, memory, p + ".encoder_attn", False)
+            h = self._norm(x, p + ".final_layer_norm")
+            x = x + self._linear(np.maximum(self._linear(h, p + ".fc1"), 0.0), p + ".fc2")
+        x = self._norm(x, "decoder.layer_norm")
+        return (x @ self.table.T)[1:]

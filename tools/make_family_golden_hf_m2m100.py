@@ -1,0 +1,250 @@
+"""Builds the Hugging Face NLLB-200 and M2M100 fixtures, tests/golden/families/hf-nllb-* and
+hf-m2m100-*.
+
+make(root): for each variant of tools/write-hf-m2m100-checkpoint, writes the
+original in transformers' layout into ROOT/hf-<variant>/hf/, converts it with
+tools/convert_hf_m2m100.py into ROOT/hf-<variant>/, and writes what `tessera`
+must print for it with the variant's languages (languages.flags: the
+--source-lang and --target-lang every run of the fixture takes), computed by
+tools/hf_m2m100_reference.py (numpy float64 from the original's own names and
+transformers' semantics, never from the converter's output):
+
+  score.in / score.expected                SRC<TAB>TGT, log-probs (%.9g)
+  translate.in / translate.expected        greedy, --max-len 20
+  translate.beam.in / translate.beam.expected
+      --beam 4 --n-best 3 --length-penalty 0.6 --max-len 15
+
+Sources and targets are the tokenizer's pieces' ids, written without the
+language token and </s> (tessera adds them as the model's config says). Sentences
+whose greedy top-2 gap, or any beam decision, comes within NEAR_TIE of flipping
+are left out. The decoder's final norm is moved along </s>'s row in steps of 0.5
+until 3 to 9 of the 12 greedy sentences stop at </s>. Deterministic. Touches only
+ROOT/hf-nllb-*, ROOT/hf-m2m100-* and ROOT/README-hf-m2m100.md.
+
+    /usr/bin/python3 tools/make_family_golden_hf_m2m100.py [ROOT]   (default tests/golden/families)
+"""
+
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import convert_hf_m2m100  # noqa: E402
+import hf_m2m100_reference as ref  # noqa: E402
+
+_loader = importlib.machinery.SourceFileLoader(
+    "write_hf_m2m100_checkpoint", os.path.join(HERE, "write-hf-m2m100-checkpoint"))
+writer = importlib.util.module_from_spec(importlib.util.spec_from_loader(_loader.name, _loader))
+_loader.exec_module(writer)
+
+# variant: (source language, target language) the fixture is made and run with
+LANGUAGES = {"nllb-f16": ("eng_Latn", "fra_Latn"), "nllb-legacy-f32": ("spa_Latn", "eng_Latn"),
+             "m2m100-f32": ("de", "en")}
+MAX_LEN = 20
+N_SENTENCES = 12
+N_CANDIDATES = 60
+NEAR_TIE = 1e-3
+EOS_SHIFTS = [0.5 * k for k in range(40)]
+BEAM = dict(beam=4, n_best=3, length_penalty=0.6, max_len=15)
+BEAM_SENTENCES = 8
+BEAM_CANDIDATES = 40
+SCORE_LENGTHS = [(1, 4), (3, 0), (5, 1), (8, 7), (12, 12), (2, 3), (6, 9), (10, 2), (4, 11), (7, 6)]
+FIRST_PIECE = 4                                 # after <s> <pad> </s> <unk>
+PIECES = writer.SPM_PIECES - 3                  # the tokenizer's pieces (no specials)
+UNK = 3
+
+
+def sentence(rng, length, with_unk):
+    ids = [int(t) for t in rng.integers(FIRST_PIECE, FIRST_PIECE + PIECES, size=length)]
+    if with_unk and ids:
+        ids[int(rng.integers(0, length))] = UNK
+    return ids
+
+
+def candidates(rng, count):
+    return [sentence(rng, int(rng.integers(1, 13)), i % 4 == 3) for i in range(count)]
+
+
+def distinct_first(pairs, key, count):
+    """count pairs, those of an unseen key first, kept in their order; None if too few."""
+    seen, fresh, again = set(), [], []
+    for pair in pairs:
+        (again if key(pair) in seen else fresh).append(pair)
+        seen.add(key(pair))
+    chosen = (fresh + again)[:count]
+    return [p for p in pairs if p in chosen] if len(chosen) == count else None
+
+
+def endings(hypotheses):
+    return "".join("E" if h.by_eos else "L" for h in hypotheses)
+
+
+def tune_eos(variant, work):
+    """(shift, chosen greedy pairs): the smallest </s> shift giving 3..9 stops."""
+    spec = writer.VARIANTS[variant]
+    sources = candidates(np.random.default_rng([spec["seed"], 1]), N_CANDIDATES)
+    for shift in EOS_SHIFTS:
+        directory = os.path.join(work, "%s-%g" % (variant, shift))
+        writer.write_checkpoint(directory, variant, eos_bias=shift)
+        model = ref.M2M100Reference(directory, *LANGUAGES[variant])
+        usable = []
+        for src in sources:
+            out, margin = model.greedy_with_margin(src, MAX_LEN)
+            if margin >= NEAR_TIE:
+                usable.append((src, out))
+        chosen = distinct_first(usable, lambda p: tuple(p[1]), N_SENTENCES)
+        if chosen and 3 <= sum(len(o) < MAX_LEN for _, o in chosen) <= N_SENTENCES - 3:
+            return shift, chosen
+    raise RuntimeError("%s: no </s> shift gives a mix of stops" % variant)
+
+
+def pick_beam(model, rng, variant):
+    usable = []
+    for src in candidates(rng, BEAM_CANDIDATES):
+        hypotheses, margin = model.beam_search(src, **BEAM)
+        if margin > NEAR_TIE:
+            usable.append((src, hypotheses))
+    chosen = distinct_first(usable, lambda p: endings(p[1]), BEAM_SENTENCES)
+    if chosen is None:
+        raise RuntimeError("%s: too few beam sentences without a near-tie" % variant)
+    return chosen
+
+
+def ids_text(ids):
+    return " ".join(str(t) for t in ids)
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def make_variant(root, variant, work):
+    spec = writer.VARIANTS[variant]
+    shift, chosen = tune_eos(variant, work)
+    out_dir = os.path.join(root, "hf-" + variant)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    hf_dir = os.path.join(out_dir, "hf")
+    writer.write_checkpoint(hf_dir, variant, eos_bias=shift)
+    config = convert_hf_m2m100.convert(hf_dir, out_dir, note=lambda _: None, dtype=spec["dtype"])
+    source, target = LANGUAGES[variant]
+    model = ref.M2M100Reference(hf_dir, source, target)
+    write_lines(os.path.join(out_dir, "languages.flags"),
+                ["--source-lang %s --target-lang %s" % (source, target)])
+    rng = np.random.default_rng([spec["seed"], 2])
+    pairs = [(sentence(rng, s, i % 3 == 1), sentence(rng, t, i % 3 == 0))
+             for i, (s, t) in enumerate(SCORE_LENGTHS)]
+    write_lines(os.path.join(out_dir, "score.in"),
+                [ids_text(s) + "\t" + ids_text(t) for s, t in pairs])
+    write_lines(os.path.join(out_dir, "score.expected"),
+                [ref.format_logprobs(model.score(s, t)) for s, t in pairs])
+    write_lines(os.path.join(out_dir, "translate.in"), [ids_text(s) for s, _ in chosen])
+    write_lines(os.path.join(out_dir, "translate.expected"), [ids_text(o) for _, o in chosen])
+    beam = pick_beam(model, np.random.default_rng([spec["seed"], 3]), variant)
+    write_lines(os.path.join(out_dir, "translate.beam.in"), [ids_text(s) for s, _ in beam])
+    write_lines(os.path.join(out_dir, "translate.beam.expected"),
+                [ref.format_nbest(h) for _, h in beam])
+    return dict(variant=variant, spec=spec, config=config, shift=shift, languages=(source, target),
+                ended=sum(len(o) < MAX_LEN for _, o in chosen),
+                distinct=len({tuple(o) for _, o in chosen}),
+                beam=" ".join(endings(h) for _, h in beam))
+
+
+README = """# Hugging Face NLLB-200 and M2M100 fixtures: `hf-nllb-*`, `hf-m2m100-*`
+
+Made by `/usr/bin/python3 tools/make_family_golden_hf_m2m100.py` (deterministic:
+numpy with fixed seeds and SentencePiece trained on one thread; needs numpy and
+python3-sentencepiece, not torch). The files and formats are those of
+`tests/golden/` (`tests/golden/README.md`). For each variant of
+`tools/write-hf-m2m100-checkpoint`:
+
+- `hf/`: the original in transformers' layout and names, as
+  facebook/nllb-200-distilled-600M and facebook/m2m100_418M are on the Hub:
+  `config.json` (`model_type` "m2m_100"), `generation_config.json`,
+  `model.safetensors` with `model.shared.weight` alone for the three tied
+  tables, `sentencepiece.bpe.model`, `tokenizer_config.json` (the language codes,
+  NLLB's `legacy_behaviour`), M2M100's `vocab.json` (its pieces in an order of
+  its own). Random seeded weights.
+- `config.json`, `model.safetensors`, `vocab.src.txt`, `vocab.tgt.txt`,
+  `shared.spm`: its conversion by `tools/convert_hf_m2m100.py` (family `hf-nllb`
+  or `hf-m2m100`: pre-norm with final norms, positions `sinusoid_halves_t2t` from
+  row 2, `bos_id` 2 (`</s>`, decoder_start_token_id), `source_suffix` [2],
+  `source_language` "prefix" (NLLB's legacy mode: "suffix"), `target_language`
+  "forced", the languages with their ids; F16 variants stay F16).
+- `languages.flags`: the `--source-lang` and `--target-lang` every run of the
+  fixture takes (test_golden adds them).
+- `score.in` / `score.expected`: `SRC<TAB>TGT` (ids of the tokenizer's pieces, no
+  language token, no `</s>`) and the log-probability of each TGT token then of
+  `</s>` (`%.9g`), the decoder fed `</s>`, the target language, TGT; one target
+  is empty; some hold `<unk>` (3).
+- `translate.in` / `translate.expected`: {n} sources and
+  `tessera translate -m DIR --max-len {max_len}` with the languages: the tokens
+  after the forced language token.
+- `translate.beam.in` / `translate.beam.expected`: sources and
+  `tessera translate -m DIR --beam 4 --n-best 3 --length-penalty 0.6 --max-len 15`:
+  3 hypotheses per line, best first, `IDS<TAB>SCORE` (the log-probs summed, `</s>`
+  included, over length^0.6, the length counting `</s>` and not the language
+  token, whose log-probability is 0: ForcedBOSLogitsProcessor leaves it the only
+  finite score). The search is tessera's (`marian_reference.TesseraSearch`).
+
+The expectations come from `tools/hf_m2m100_reference.py`: M2M100ForConditionalGeneration
+in numpy float64 with the tokenizers' special tokens (NllbTokenizer, its legacy
+mode, M2M100Tokenizer), reading the original by transformers' names (see its
+docstring). Sentences whose greedy top-2 gap, or any beam decision, came within
+{near_tie} of flipping were left out; the decoder's final norm was moved along
+`</s>`'s row in steps of 0.5 until 3 to 9 of the {n} greedy sentences stop at `</s>`.
+
+| fixture | original | languages | `</s>` shift | greedy stopped by `</s>` | beam endings (E: `</s>`, L: limit) |
+|---|---|---|---|---|---|
+{rows}
+"""
+
+
+def write_readme(root, rows):
+    lines = []
+    for r in rows:
+        s = r["spec"]
+        lines.append("| hf-%s | %s%s, %s; d %d, %d heads, ffn %d, %d+%d layers, vocab %d, "
+                     "languages %s | `--source-lang %s --target-lang %s` | %+.1f | %d of %d "
+                     "(%d distinct) | %s |"
+                     % (r["variant"], "NLLB" if s["kind"] == "nllb" else "M2M100",
+                        " legacy" if s["legacy"] else "", s["dtype"].upper(), s["d"], s["heads"],
+                        s["ffn"], s["enc_layers"], s["dec_layers"], r["config"]["src_vocab_size"],
+                        ", ".join(s["langs"]), r["languages"][0], r["languages"][1], r["shift"],
+                        r["ended"], N_SENTENCES, r["distinct"], r["beam"]))
+    with open(os.path.join(root, "README-hf-m2m100.md"), "w", encoding="utf-8") as f:
+        f.write(README.format(n=N_SENTENCES, max_len=MAX_LEN, near_tie=NEAR_TIE,
+                              rows="\n".join(lines)))
+
+
+def make(root, variants=None):
+    os.makedirs(root, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for variant in variants or sorted(LANGUAGES):
+            rows.append(make_variant(root, variant, work))
+    write_readme(root, rows)
+    return rows
+
+
+def main(argv):
+    root = argv[0] if argv else os.path.join(HERE, "..", "tests", "golden", "families")
+    for r in make(root):
+        print("hf-%s: shift %+.1f, %d/%d greedy by </s>, %d distinct, beam %s"
+              % (r["variant"], r["shift"], r["ended"], N_SENTENCES, r["distinct"], r["beam"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
