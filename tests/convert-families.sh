@@ -10,7 +10,7 @@
 # 1, no traceback; it tells Marian's two gelu forms apart by model.yml's
 # version or --marian-gelu. The same for tests/golden/families/*/hf-marian
 # (Hugging Face MarianMT directories, tools/write-hf-marian-checkpoint), found
-# without --from; and tests/golden/families/*/hf (M2M100 and NLLB-200,
+# without --from; and tests/golden/families/*/hf (M2M100, NLLB-200, mBART,
 # tools/write-hf-m2m100-checkpoint), with python3-sentencepiece. Needs
 # /usr/bin/python3 with numpy and yaml (not torch: the
 # families read from .pt files are tests/convert-torch-families.sh's).
@@ -188,12 +188,12 @@ for original in "$families"/*/hf-marian; do
 done
 [ "$found" -ge 3 ] || fail "found $found MarianMT originals under $families, expected 3 or more"
 
-# ---- Hugging Face M2M100 and NLLB-200 ---------------------------------------------
+# ---- Hugging Face M2M100, NLLB-200 and mBART ----------------------------------------
 # The originals (tools/write-hf-m2m100-checkpoint) convert, found without
 # --from, to the committed files and the tokenizer's model; and what tessera
 # cannot run is refused in one line naming it.
 found=0
-for original in "$families"/hf-nllb-*/hf "$families"/hf-m2m100-*/hf; do
+for original in "$families"/hf-nllb-*/hf "$families"/hf-m2m100-*/hf "$families"/hf-mbart*/hf; do
     [ -d "$original" ] || continue
     found=$((found + 1))
     fixture=$(dirname "$original")
@@ -203,10 +203,10 @@ for original in "$families"/hf-nllb-*/hf "$families"/hf-m2m100-*/hf; do
     if converts "$name" "$original" "$work/$name" --dtype "$dtype"; then
         same "$name" "$fixture" "$work/$name"
         cmp -s "$fixture/shared.spm" "$work/$name/shared.spm" || fail "$name: shared.spm differs"
-        echo "PASS: $name converts to the committed files (found as hf-m2m100 without --from)"
+        echo "PASS: $name converts to the committed files (found without --from)"
     fi
 done
-[ "$found" -ge 3 ] || fail "found $found M2M100/NLLB originals under $families, expected 3"
+[ "$found" -ge 5 ] || fail "found $found M2M100/NLLB/mBART originals under $families, expected 5"
 
 # m2m_refuses NAME EDIT MESSAGE: the NLLB original edited by the Python
 # statement EDIT (on config `c`, tokenizer config `t`, directory `d`) is
@@ -241,6 +241,8 @@ m2m_refuses no-spm 'os.remove(os.path.join(d, "sentencepiece.bpe.model"))' \
     "sentencepiece.bpe.model missing"
 m2m_refuses heads 'c["decoder_attention_heads"] = 4' "decoder_attention_heads 4 differs"
 m2m_refuses legacy 't["legacy_behaviour"] = "yes"' "legacy_behaviour must be true or false"
+m2m_refuses mbart-tokenizer 't["tokenizer_class"] = "MBart50Tokenizer"' \
+    "tokenizer_class MBart50Tokenizer goes with model_type mbart, not m2m_100"
 
 [ "$status" -eq 0 ] && echo "PASS"
 exit "$status"

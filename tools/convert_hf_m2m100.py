@@ -1,4 +1,4 @@
-"""Converts a Hugging Face M2M100 or NLLB-200 model directory into a tessera model.
+"""Converts a Hugging Face M2M100, NLLB-200 or mBART model directory into a tessera model.
 
 Input: a directory with config.json (model_type "m2m_100"), model.safetensors
 (F16/F32/BF16) or pytorch_model.bin (read with torch, imported only then),
@@ -31,6 +31,15 @@ tokenization_m2m_100.py, models/nllb/tokenization_nllb.py):
 Languages are named as the tokenizer takes them: "eng_Latn" (NLLB), "en"
 (M2M100's src_lang, whose token is __en__).
 
+mBART (model_type "mbart": mBART-50 with MBart50Tokenizer, mBART-cc25 with
+MBartTokenizer; models/mbart/modeling_mbart.py) differs in: learned positions, each
+side's embed_positions.weight from row 2 (positional_encoding.pos_embedding and
+.decoder_pos_embedding, position_offset 2), layernorm_embedding on each side
+(embedding_norm), gelu, final_logits_bias (generator.bias); MBart50Tokenizer's ids
+are NLLB's layout with codes such as en_XX, sources [src_lang] tokens </s>;
+MBartTokenizer's sources are tokens </s> [src_lang] ("suffix") and generation
+starts the decoder from the target language (target_language "start").
+
 Refusals raise HFMarianError (a ValueError) with one line naming the culprit.
 """
 
@@ -47,8 +56,14 @@ LAYER_NORM_EPS = 1e-5
 MAX_POSITIONS_LIMIT = 65536
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 SPM_NAME = "sentencepiece.bpe.model"
-TOKENIZERS = {"NllbTokenizer": "hf-nllb", "NllbTokenizerFast": "hf-nllb",
-              "M2M100Tokenizer": "hf-m2m100"}
+# tokenizer_class -> (family, the model_type it goes with)
+TOKENIZERS = {"NllbTokenizer": ("hf-nllb", "m2m_100"), "NllbTokenizerFast": ("hf-nllb", "m2m_100"),
+              "M2M100Tokenizer": ("hf-m2m100", "m2m_100"),
+              "MBart50Tokenizer": ("hf-mbart50", "mbart"),
+              "MBart50TokenizerFast": ("hf-mbart50", "mbart"),
+              "MBartTokenizer": ("hf-mbart-cc25", "mbart"),
+              "MBartTokenizerFast": ("hf-mbart-cc25", "mbart")}
+MODEL_TYPES = ("m2m_100", "mbart")
 
 
 def _default_note(message):
@@ -57,8 +72,8 @@ def _default_note(message):
 
 
 def detect(path):
-    """True for a directory whose config.json says model_type m2m_100."""
-    return hf_model_type(path) == "m2m_100"
+    """True for a directory whose config.json says model_type m2m_100 or mbart."""
+    return hf_model_type(path) in MODEL_TYPES
 
 
 def _int(config, key, low=0, high=None, where="config.json"):
@@ -71,10 +86,11 @@ def _int(config, key, low=0, high=None, where="config.json"):
 
 
 def architecture(config):
-    if config.get("model_type") != "m2m_100":
-        raise HFMarianError("config.json: model_type is %r, not \"m2m_100\""
-                            % config.get("model_type"))
-    activation = config.get("activation_function", "relu")
+    model_type = config.get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise HFMarianError("config.json: model_type is %r, not \"m2m_100\" or \"mbart\""
+                            % (model_type,))
+    activation = config.get("activation_function", "relu" if model_type == "m2m_100" else "gelu")
     if activation not in ACTIVATIONS:
         raise HFMarianError("config.json: activation_function %r not supported (relu, gelu, "
                             "swish, silu)" % (activation,))
@@ -91,9 +107,11 @@ def architecture(config):
             "max_positions": _int(config, "max_position_embeddings", 2, MAX_POSITIONS_LIMIT - 2),
             "vocab": _int(config, "vocab_size", 1), "pad": _int(config, "pad_token_id"),
             "eos": _int(config, "eos_token_id"),
-            "start": _int(config, "decoder_start_token_id"),
+            "start": _int(dict(config, decoder_start_token_id=config.get(
+                "decoder_start_token_id", config.get("eos_token_id"))), "decoder_start_token_id"),
+            "mbart": model_type == "mbart",
             "activation": ACTIVATIONS[activation],
-            "scale_embedding": config.get("scale_embedding", True)}
+            "scale_embedding": config.get("scale_embedding", model_type == "m2m_100")}
     for key, ours in (("decoder_attention_heads", "heads"), ("decoder_ffn_dim", "ffn")):
         if _int(config, key, 1) != arch[ours]:
             raise HFMarianError("config.json: %s %d differs from the encoder's %d (tessera has "
@@ -124,9 +142,10 @@ def vocabulary(input_dir, tokenizer, family, vocab_size, note):
     except (OSError, RuntimeError) as e:
         raise HFMarianError("%s: not a SentencePiece model (%s)" % (path, e))
     codes = language_codes(tokenizer)
-    if family == "hf-nllb":
-        # NllbTokenizer: fairseq's four specials, then piece j at j + 1 (j >= 3:
-        # the model's own <unk> <s> </s> are the specials), the codes, <mask>.
+    if family != "hf-m2m100":
+        # NllbTokenizer, MBart50Tokenizer, MBartTokenizer: fairseq's four
+        # specials, then piece j at j + 1 (j >= 3: the model's own <unk> <s>
+        # </s> are the specials), the codes, <mask>.
         pieces = ["<s>", "<pad>", "</s>", "<unk>"]
         pieces += [sp.id_to_piece(j) for j in range(3, sp.get_piece_size())]
         languages = [(code, len(pieces) + i) for i, code in enumerate(codes)]
@@ -175,9 +194,22 @@ def select_tensors(t, arch):
     for stack in ("encoder", "decoder"):
         out["transformer.%s.norm.weight" % stack] = t.get(stack + ".layer_norm.weight", (d,))
         out["transformer.%s.norm.bias" % stack] = t.get(stack + ".layer_norm.bias", (d,))
-    for name in ("encoder.layernorm_embedding.weight", "final_logits_bias"):
-        if t.has(name):
-            raise HFMarianError("%s: tensor %s: not M2M100's (an mBART model?)" % (t.origin, name))
+    if not arch["mbart"]:
+        for name in ("encoder.layernorm_embedding.weight", "final_logits_bias",
+                     "encoder.embed_positions.weight"):
+            if t.has(name):
+                raise HFMarianError("%s: tensor %s: not M2M100's (model_type m2m_100)"
+                                    % (t.origin, name))
+        return out
+    rows = arch["max_positions"] + 2  # MBartLearnedPositionalEmbedding's offset
+    for stack, ours in (("encoder", "pos_embedding"), ("decoder", "decoder_pos_embedding")):
+        out["positional_encoding." + ours] = t.get(
+            stack + ".embed_positions.weight", (rows, d)).reshape(rows, 1, d)
+        out["transformer.%s.embedding_norm.weight" % stack] = t.get(
+            stack + ".layernorm_embedding.weight", (d,))
+        out["transformer.%s.embedding_norm.bias" % stack] = t.get(
+            stack + ".layernorm_embedding.bias", (d,))
+    out["generator.bias"] = t.get("final_logits_bias", (1, vocab)).reshape(vocab)
     return out
 
 
@@ -195,11 +227,18 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
     arch = architecture(config)
     tokenizer = _load_json(os.path.join(input_dir, "tokenizer_config.json"),
                            "tokenizer_config.json")
-    family = TOKENIZERS.get(tokenizer.get("tokenizer_class") if isinstance(tokenizer, dict)
-                            else None)
-    if family is None:
-        raise HFMarianError("tokenizer_config.json: tokenizer_class %r is neither NllbTokenizer "
-                            "nor M2M100Tokenizer" % (tokenizer.get("tokenizer_class"),))
+    if not isinstance(tokenizer, dict):
+        raise HFMarianError("tokenizer_config.json: not a JSON object")
+    kind = tokenizer.get("tokenizer_class")
+    if kind not in TOKENIZERS:
+        raise HFMarianError("tokenizer_config.json: tokenizer_class %r is not one of %s"
+                            % (kind, ", ".join(sorted({k.replace("Fast", "")
+                                                       for k in TOKENIZERS}))))
+    family, model_type = TOKENIZERS[kind]
+    if model_type != config["model_type"]:
+        raise HFMarianError("tokenizer_config.json: tokenizer_class %s goes with model_type %s, "
+                            "not %s" % (kind, model_type, config["model_type"]))
+    cc25 = family == "hf-mbart-cc25"
     generation_path = os.path.join(input_dir, "generation_config.json")
     if os.path.isfile(generation_path):
         generation = _load_json(generation_path, "generation_config.json")
@@ -227,10 +266,12 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
         "norm_first": True, "layer_norm_eps": LAYER_NORM_EPS, "layer_norm_form": "variance",
         "scale_embedding": arch["scale_embedding"], "bos_id": arch["start"],
         "eos_id": arch["eos"], "pad_id": arch["pad"], "unk_id": pieces.index("<unk>"),
-        "position_encoding": "sinusoid_halves_t2t", "position_offset": arch["pad"] + 1,
+        "position_encoding": "sinusoid_halves_t2t",
+        "position_offset": 2 if arch["mbart"] else arch["pad"] + 1,
         "tie_output_projection": True, "share_embeddings": True, "decoder_start": "bos",
         "source_suffix": [arch["eos"]],
-        "source_language": "suffix" if legacy else "prefix", "target_language": "forced",
+        "source_language": "suffix" if legacy or cc25 else "prefix",
+        "target_language": "start" if cc25 else "forced",
         "languages": dict(languages), "family": family,
     }
     tokenizer_plan = plan_tokenizer(spm_files, (pieces, pieces))

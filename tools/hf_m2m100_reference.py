@@ -1,6 +1,6 @@
-"""M2M100ForConditionalGeneration (M2M100, NLLB-200) in float64 numpy, from a
-Hugging Face directory's own files and names, for tests/golden/families/hf-nllb-*
-and hf-m2m100-*.
+"""M2M100ForConditionalGeneration (M2M100, NLLB-200) and MBartForConditionalGeneration
+(mBART-50, mBART-cc25) in float64 numpy, from a Hugging Face directory's own files
+and names, for tests/golden/families/hf-nllb-*, hf-m2m100-* and hf-mbart*.
 
 Written from transformers' sources (models/m2m_100/modeling_m2m_100.py,
 configuration_m2m_100.py, tokenization_m2m_100.py, models/nllb/tokenization_nllb.py,
@@ -22,6 +22,15 @@ generation/logits_process.py), never from tessera's converter:
   and ForcedBOSLogitsProcessor makes the target language the first token (the
   only one with a finite score: its log-probability counts 0), which
   skip_special_tokens then leaves out of the text.
+
+mBART (models/mbart/modeling_mbart.py, tokenization_mbart50.py, tokenization_mbart.py)
+differs in: learned positions (MBartLearnedPositionalEmbedding: position p reads row
+p + 2 of each side's embed_positions.weight), layernorm_embedding after embedding +
+position on each side, gelu (erf), the output bias final_logits_bias, scale_embedding
+as its config says; MBart50Tokenizer's special tokens are NLLB's non-legacy ones,
+MBartTokenizer's (mBART-cc25) tokens </s> [src_lang], and the decoder then starts
+from the target language itself (decoder_start_token_id = the language), no token
+forced.
 
 The searches are tessera's (marian_reference.TesseraSearch, the port of
 tools/tessera_torch.py's): decode_logits here returns the rows after the forced
@@ -80,20 +89,34 @@ class M2M100Reference(TesseraSearch):
         self.table = self.w["shared.weight"]
         self.pad = hf["pad_token_id"]
         self.eos = hf["eos_token_id"]
-        self.start = hf["decoder_start_token_id"]
-        # padding_idx + 1 onwards; two more rows than max_position_embeddings hold
-        self.positions = m2m100_sinusoid(hf["max_position_embeddings"] + self.pad + 1, self.d)
-        self.legacy = tokenizer.get("legacy_behaviour", False)
+        self.mbart = hf["model_type"] == "mbart"
+        kind = tokenizer["tokenizer_class"]
+        # the decoder's first inputs before the tokens it chooses
+        self.cc25 = kind == "MBartTokenizer"
+        self.start = None if self.cc25 else hf["decoder_start_token_id"]
+        if self.mbart:
+            self.positions = {side: self.w[side + ".embed_positions.weight"]
+                              for side in ("encoder", "decoder")}
+            self.act = lambda x: 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+            self.bias = self.w["final_logits_bias"][0]
+        else:
+            # padding_idx + 1 onwards; two more rows than max_position_embeddings hold
+            table = m2m100_sinusoid(hf["max_position_embeddings"] + self.pad + 1, self.d)
+            self.positions = {"encoder": table, "decoder": table}
+            self.act = lambda x: np.maximum(x, 0.0)
+            self.bias = 0.0
+        self.legacy = tokenizer.get("legacy_behaviour", False) or self.cc25
         self.source_lang = self.language_id(directory, tokenizer, source_lang)
         self.target_lang = self.language_id(directory, tokenizer, target_lang)
         self.banned = []
-        self.config = {"max_positions": hf["max_position_embeddings"] - 1}
+        # what the search may fill: the start tokens come first
+        self.config = {"max_positions": hf["max_position_embeddings"] - (0 if self.cc25 else 1)}
 
     def language_id(self, directory, tokenizer, code):
-        """The tokenizer's id of language `code`: NLLB, after the SentencePiece
-        pieces (offset 1); M2M100, after vocab.json's entries."""
+        """The tokenizer's id of language `code`: NLLB and mBART, after the
+        SentencePiece pieces (offset 1); M2M100, after vocab.json's entries."""
         codes = tokenizer["additional_special_tokens"]
-        if tokenizer["tokenizer_class"] == "NllbTokenizer":
+        if tokenizer["tokenizer_class"] != "M2M100Tokenizer":  # NLLB's and mBART's layout
             import sentencepiece as spm
             sp = spm.SentencePieceProcessor(
                 model_file=os.path.join(directory, "sentencepiece.bpe.model"))
@@ -126,9 +149,11 @@ class M2M100Reference(TesseraSearch):
         p /= p.sum(axis=-1, keepdims=True)
         return self._linear((p @ v).transpose(1, 0, 2).reshape(n, self.d), name + ".out_proj")
 
-    def _embed(self, ids):
-        rows = self.pad + 1 + np.arange(len(ids))
-        return self.table[ids] * self.scale + self.positions[rows]
+    def _embed(self, ids, side):
+        # both offsets are 2: M2M100's padding_idx + 1, MBartLearnedPositionalEmbedding's
+        rows = 2 + np.arange(len(ids))
+        x = self.table[ids] * self.scale + self.positions[side][rows]
+        return self._norm(x, side + ".layernorm_embedding") if self.mbart else x
 
     def source_tokens(self, src_ids):
         """What the tokenizer gives for a sentence of src_ids."""
@@ -139,20 +164,21 @@ class M2M100Reference(TesseraSearch):
     def encode(self, src_ids):
         if not src_ids:
             raise ValueError("empty source")
-        x = self._embed(self.source_tokens(src_ids))
+        x = self._embed(self.source_tokens(src_ids), "encoder")
         for i in range(self.hf["encoder_layers"]):
             p = "encoder.layers.%d" % i
             h = self._norm(x, p + ".self_attn_layer_norm")
             x = x + self._attention(h, h, p + ".self_attn", False)
             h = self._norm(x, p + ".final_layer_norm")
-            x = x + self._linear(np.maximum(self._linear(h, p + ".fc1"), 0.0), p + ".fc2")
+            x = x + self._linear(self.act(self._linear(h, p + ".fc1")), p + ".fc2")
         return self._norm(x, "encoder.layer_norm")
 
     def decode_logits(self, memory, tokens):
-        """Logits [len(tokens) + 1, V]: the rows after </s> and the forced target
-        language, fed [</s>, tgt_lang] + tokens."""
-        ids = [self.start, self.target_lang] + list(tokens)
-        x = self._embed(ids)
+        """Logits [len(tokens) + 1, V]: the rows after the start, fed [</s>,
+        tgt_lang] + tokens (the language forced first), or for mBART-cc25
+        [tgt_lang] + tokens."""
+        start = [self.target_lang] if self.cc25 else [self.start, self.target_lang]
+        x = self._embed(start + list(tokens), "decoder")
         for i in range(self.hf["decoder_layers"]):
             p = "decoder.layers.%d" % i
             h = self._norm(x, p + ".self_attn_layer_norm")
@@ -160,6 +186,6 @@ class M2M100Reference(TesseraSearch):
             h = self._norm(x, p + ".encoder_attn_layer_norm")
             x = x + self._attention(h, memory, p + ".encoder_attn", False)
             h = self._norm(x, p + ".final_layer_norm")
-            x = x + self._linear(np.maximum(self._linear(h, p + ".fc1"), 0.0), p + ".fc2")
+            x = x + self._linear(self.act(self._linear(h, p + ".fc1")), p + ".fc2")
         x = self._norm(x, "decoder.layer_norm")
-        return (x @ self.table.T)[1:]
+        return (x @ self.table.T + self.bias)[len(start) - 1:]

@@ -1,5 +1,5 @@
-"""Builds the Hugging Face NLLB-200 and M2M100 fixtures, tests/golden/families/hf-nllb-* and
-hf-m2m100-*.
+"""Builds the Hugging Face NLLB-200, M2M100 and mBART fixtures, tests/golden/families/hf-nllb-*,
+hf-m2m100-* and hf-mbart*.
 
 make(root): for each variant of tools/write-hf-m2m100-checkpoint, writes the
 original in transformers' layout into ROOT/hf-<variant>/hf/, converts it with
@@ -17,9 +17,10 @@ transformers' semantics, never from the converter's output):
 Sources and targets are the tokenizer's pieces' ids, written without the
 language token and </s> (tessera adds them as the model's config says). Sentences
 whose greedy top-2 gap, or any beam decision, comes within NEAR_TIE of flipping
-are left out. The decoder's final norm is moved along </s>'s row in steps of 0.5
+are left out. </s> is made likelier in steps of 0.5 (mBART: its final_logits_bias;
+M2M100 and NLLB, which have none: the decoder's final norm moved along </s>'s row)
 until 3 to 9 of the 12 greedy sentences stop at </s>. Deterministic. Touches only
-ROOT/hf-nllb-*, ROOT/hf-m2m100-* and ROOT/README-hf-m2m100.md.
+ROOT/hf-nllb-*, ROOT/hf-m2m100-*, ROOT/hf-mbart* and ROOT/README-hf-m2m100.md.
 
     /usr/bin/python3 tools/make_family_golden_hf_m2m100.py [ROOT]   (default tests/golden/families)
 """
@@ -48,7 +49,8 @@ _loader.exec_module(writer)
 
 # variant: (source language, target language) the fixture is made and run with
 LANGUAGES = {"nllb-f16": ("eng_Latn", "fra_Latn"), "nllb-legacy-f32": ("spa_Latn", "eng_Latn"),
-             "m2m100-f32": ("de", "en")}
+             "m2m100-f32": ("de", "en"), "mbart50-f32": ("en_XX", "ro_RO"),
+             "mbart-cc25-f16": ("ro_RO", "en_XX")}
 MAX_LEN = 20
 N_SENTENCES = 12
 N_CANDIDATES = 60
@@ -161,7 +163,7 @@ def make_variant(root, variant, work):
                 beam=" ".join(endings(h) for _, h in beam))
 
 
-README = """# Hugging Face NLLB-200 and M2M100 fixtures: `hf-nllb-*`, `hf-m2m100-*`
+README = """# Hugging Face NLLB-200, M2M100 and mBART fixtures: `hf-nllb-*`, `hf-m2m100-*`, `hf-mbart*`
 
 Made by `/usr/bin/python3 tools/make_family_golden_hf_m2m100.py` (deterministic:
 numpy with fixed seeds and SentencePiece trained on one thread; needs numpy and
@@ -170,23 +172,29 @@ python3-sentencepiece, not torch). The files and formats are those of
 `tools/write-hf-m2m100-checkpoint`:
 
 - `hf/`: the original in transformers' layout and names, as
-  facebook/nllb-200-distilled-600M and facebook/m2m100_418M are on the Hub:
-  `config.json` (`model_type` "m2m_100"), `generation_config.json`,
-  `model.safetensors` with `model.shared.weight` alone for the three tied
-  tables, `sentencepiece.bpe.model`, `tokenizer_config.json` (the language codes,
-  NLLB's `legacy_behaviour`), M2M100's `vocab.json` (its pieces in an order of
-  its own). Random seeded weights.
+  facebook/nllb-200-distilled-600M, facebook/m2m100_418M,
+  facebook/mbart-large-50-many-to-many-mmt and facebook/mbart-large-cc25 are on
+  the Hub: `config.json` (`model_type` "m2m_100" or "mbart"),
+  `generation_config.json`, `model.safetensors` with `model.shared.weight` alone
+  for the three tied tables (mBART: its learned `embed_positions`, its
+  `layernorm_embedding`s and `final_logits_bias` too), `sentencepiece.bpe.model`,
+  `tokenizer_config.json` (the language codes, NLLB's `legacy_behaviour`),
+  M2M100's `vocab.json` (its pieces in an order of its own). Random seeded weights.
 - `config.json`, `model.safetensors`, `vocab.src.txt`, `vocab.tgt.txt`,
-  `shared.spm`: its conversion by `tools/convert_hf_m2m100.py` (family `hf-nllb`
-  or `hf-m2m100`: pre-norm with final norms, positions `sinusoid_halves_t2t` from
-  row 2, `bos_id` 2 (`</s>`, decoder_start_token_id), `source_suffix` [2],
-  `source_language` "prefix" (NLLB's legacy mode: "suffix"), `target_language`
-  "forced", the languages with their ids; F16 variants stay F16).
+  `shared.spm`: its conversion by `tools/convert_hf_m2m100.py` (family `hf-nllb`,
+  `hf-m2m100`, `hf-mbart50` or `hf-mbart-cc25`: pre-norm with final norms,
+  positions `sinusoid_halves_t2t` from row 2 (mBART: its tables, from row 2, and
+  the embedding norms), `bos_id` 2 (`</s>`, decoder_start_token_id),
+  `source_suffix` [2], `source_language` "prefix" (NLLB's legacy mode and
+  mBART-cc25: "suffix"), `target_language` "forced" (mBART-cc25: "start", the
+  decoder fed the language instead of `</s>`), the languages with their ids; F16
+  variants stay F16).
 - `languages.flags`: the `--source-lang` and `--target-lang` every run of the
   fixture takes (test_golden adds them).
 - `score.in` / `score.expected`: `SRC<TAB>TGT` (ids of the tokenizer's pieces, no
   language token, no `</s>`) and the log-probability of each TGT token then of
-  `</s>` (`%.9g`), the decoder fed `</s>`, the target language, TGT; one target
+  `</s>` (`%.9g`), the decoder fed `</s>`, the target language, TGT (mBART-cc25:
+  the language, TGT); one target
   is empty; some hold `<unk>` (3).
 - `translate.in` / `translate.expected`: {n} sources and
   `tessera translate -m DIR --max-len {max_len}` with the languages: the tokens
@@ -199,16 +207,21 @@ python3-sentencepiece, not torch). The files and formats are those of
   finite score). The search is tessera's (`marian_reference.TesseraSearch`).
 
 The expectations come from `tools/hf_m2m100_reference.py`: M2M100ForConditionalGeneration
-in numpy float64 with the tokenizers' special tokens (NllbTokenizer, its legacy
-mode, M2M100Tokenizer), reading the original by transformers' names (see its
-docstring). Sentences whose greedy top-2 gap, or any beam decision, came within
-{near_tie} of flipping were left out; the decoder's final norm was moved along
-`</s>`'s row in steps of 0.5 until 3 to 9 of the {n} greedy sentences stop at `</s>`.
+and MBartForConditionalGeneration in numpy float64 with the tokenizers' special
+tokens (NllbTokenizer, its legacy mode, M2M100Tokenizer, MBart50Tokenizer,
+MBartTokenizer), reading the original by transformers' names (see its docstring). Sentences whose greedy top-2 gap, or any beam decision, came within
+{near_tie} of flipping were left out; `</s>` was made likelier in steps of 0.5
+(mBART: its `final_logits_bias`; M2M100 and NLLB, which have none: the decoder's
+final norm moved along `</s>`'s row) until 3 to 9 of the {n} greedy sentences stop
+at `</s>`.
 
 | fixture | original | languages | `</s>` shift | greedy stopped by `</s>` | beam endings (E: `</s>`, L: limit) |
 |---|---|---|---|---|---|
 {rows}
 """
+
+
+KINDS = {"nllb": "NLLB", "m2m100": "M2M100", "mbart50": "mBART-50", "mbart-cc25": "mBART-cc25"}
 
 
 def write_readme(root, rows):
@@ -218,7 +231,7 @@ def write_readme(root, rows):
         lines.append("| hf-%s | %s%s, %s; d %d, %d heads, ffn %d, %d+%d layers, vocab %d, "
                      "languages %s | `--source-lang %s --target-lang %s` | %+.1f | %d of %d "
                      "(%d distinct) | %s |"
-                     % (r["variant"], "NLLB" if s["kind"] == "nllb" else "M2M100",
+                     % (r["variant"], KINDS[s["kind"]],
                         " legacy" if s["legacy"] else "", s["dtype"].upper(), s["d"], s["heads"],
                         s["ffn"], s["enc_layers"], s["dec_layers"], r["config"]["src_vocab_size"],
                         ", ".join(s["langs"]), r["languages"][0], r["languages"][1], r["shift"],
