@@ -125,6 +125,39 @@ class M2M100Reference(TesseraSearch):
             size = len(json.load(f))
         return size + codes.index("__%s__" % code)
 
+    # ---- text, as the tokenizers read and write it -------------------------------
+
+    def text_pipeline(self, directory):
+        """(ids of a text, the text of ids) as the family's tokenizer gives them:
+        SentencePiece's pieces, mapped by NLLB's and mBART's offset (piece j is j +
+        1; the model's <unk> is fairseq's 3) or by M2M100's vocab.json; decoded
+        without the special tokens (skip_special_tokens), None for an id that is
+        not one of the pieces (a language code, <mask>, a placeholder row) and for
+        <unk>, which skip_special_tokens drops and tessera, as SentencePiece,
+        writes as its unknown sign."""
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(
+            model_file=os.path.join(directory, "sentencepiece.bpe.model"))
+        path = os.path.join(directory, "vocab.json")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                vocab = json.load(f)
+            by_id = {i: piece for piece, i in vocab.items()}
+            to_id = lambda piece: vocab.get(piece, 3)  # noqa: E731
+        else:
+            by_id = {j + 1: sp.id_to_piece(j) for j in range(3, sp.get_piece_size())}
+            to_id = lambda piece: sp.piece_to_id(piece) + 1 if sp.piece_to_id(piece) >= 3 else 3  # noqa: E731,E501
+        specials = {0, 1, 2, 3}
+
+        def encode(text):
+            return [to_id(piece) for piece in sp.encode(text, out_type=str)]
+
+        def decode(ids):
+            if any((i not in by_id and i not in specials) or i == 3 for i in ids):
+                return None
+            return sp.decode_pieces([by_id[i] for i in ids if i not in specials])
+        return encode, decode
+
     # ---- the network ----------------------------------------------------------
 
     def _linear(self, x, name):

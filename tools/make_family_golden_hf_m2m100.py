@@ -58,6 +58,7 @@ NEAR_TIE = 1e-3
 EOS_SHIFTS = [0.5 * k for k in range(40)]
 BEAM = dict(beam=4, n_best=3, length_penalty=0.6, max_len=15)
 BEAM_SENTENCES = 8
+TEXT_SENTENCES = 6
 BEAM_CANDIDATES = 40
 SCORE_LENGTHS = [(1, 4), (3, 0), (5, 1), (8, 7), (12, 12), (2, 3), (6, 9), (10, 2), (4, 11), (7, 6)]
 FIRST_PIECE = 4                                 # after <s> <pad> </s> <unk>
@@ -131,6 +132,23 @@ def write_lines(path, lines):
             f.write(line + "\n")
 
 
+def text_cases(model, hf_dir, rng):
+    """(text, its greedy translation's text) for sentences of made-up words whose
+    translation holds only the tokenizer's pieces and no near-tie."""
+    encode, decode = model.text_pipeline(hf_dir)
+    cases = []
+    for _ in range(60):
+        words = writer.WORDS
+        text = " ".join(words[i] for i in rng.integers(0, len(words), int(rng.integers(1, 6))))
+        out, margin = model.greedy_with_margin(encode(text), MAX_LEN)
+        translated = decode(out)
+        if margin >= NEAR_TIE and translated is not None and (text, translated) not in cases:
+            cases.append((text, translated))
+        if len(cases) == TEXT_SENTENCES:
+            return cases
+    raise RuntimeError("too few text sentences")
+
+
 def make_variant(root, variant, work):
     spec = writer.VARIANTS[variant]
     shift, chosen = tune_eos(variant, work)
@@ -157,6 +175,9 @@ def make_variant(root, variant, work):
     write_lines(os.path.join(out_dir, "translate.beam.in"), [ids_text(s) for s, _ in beam])
     write_lines(os.path.join(out_dir, "translate.beam.expected"),
                 [ref.format_nbest(h) for _, h in beam])
+    text = text_cases(model, hf_dir, np.random.default_rng([spec["seed"], 4]))
+    write_lines(os.path.join(out_dir, "translate.text.in"), [t for t, _ in text])
+    write_lines(os.path.join(out_dir, "translate.text.expected"), [o for _, o in text])
     return dict(variant=variant, spec=spec, config=config, shift=shift, languages=(source, target),
                 ended=sum(len(o) < MAX_LEN for _, o in chosen),
                 distinct=len({tuple(o) for _, o in chosen}),
@@ -199,6 +220,14 @@ python3-sentencepiece, not torch). The files and formats are those of
 - `translate.in` / `translate.expected`: {n} sources and
   `tessera translate -m DIR --max-len {max_len}` with the languages: the tokens
   after the forced language token.
+- `translate.text.in` / `translate.text.expected`: {text_n} lines of text and
+  `tessera translate -m DIR --max-len {max_len}` of them, text in and out:
+  the family's tokenizer (SentencePiece, then NLLB's and mBART's id offset or
+  M2M100's `vocab.json`), the reference's greedy ids, and their pieces decoded
+  without the special tokens (`tests/text-multilingual.sh`; lines whose
+  translation holds a language code, `<unk>` or another special token are left
+  out: transformers' `skip_special_tokens` drops them, tessera writes `<unk>` as
+  SentencePiece's unknown sign).
 - `translate.beam.in` / `translate.beam.expected`: sources and
   `tessera translate -m DIR --beam 4 --n-best 3 --length-penalty 0.6 --max-len 15`:
   3 hypotheses per line, best first, `IDS<TAB>SCORE` (the log-probs summed, `</s>`
@@ -238,6 +267,7 @@ def write_readme(root, rows):
                         r["ended"], N_SENTENCES, r["distinct"], r["beam"]))
     with open(os.path.join(root, "README-hf-m2m100.md"), "w", encoding="utf-8") as f:
         f.write(README.format(n=N_SENTENCES, max_len=MAX_LEN, near_tie=NEAR_TIE,
+                              text_n=TEXT_SENTENCES,
                               rows="\n".join(lines)))
 
 
