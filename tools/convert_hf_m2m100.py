@@ -1,12 +1,12 @@
 """Converts a Hugging Face M2M100, NLLB-200 or mBART model directory into a tessera model.
 
-Input: a directory with config.json (model_type "m2m_100"), model.safetensors
+Input: a directory with config.json (model_type "m2m_100", or "mbart": below), model.safetensors
 (F16/F32/BF16) or pytorch_model.bin (read with torch, imported only then),
 tokenizer_config.json (tokenizer_class NllbTokenizer or M2M100Tokenizer, the
 language codes as additional_special_tokens, NLLB's legacy_behaviour),
 sentencepiece.bpe.model, vocab.json (M2M100), optionally generation_config.json.
-Output: config.json (family "hf-nllb" or "hf-m2m100"), model.safetensors (the
-one shared table), vocab.src.txt = vocab.tgt.txt in id order, the SentencePiece
+Output: config.json (family "hf-nllb", "hf-m2m100", "hf-mbart50" or "hf-mbart-cc25"),
+model.safetensors (the one shared table), vocab.src.txt = vocab.tgt.txt in id order, the SentencePiece
 model as shared.spm with config.json's `tokenizer`, and the languages
 (docs/model-format.md, "Languages").
 
@@ -43,14 +43,14 @@ starts the decoder from the target language (target_language "start").
 Refusals raise HFMarianError (a ValueError) with one line naming the culprit.
 """
 
-import json
 import os
 
 import numpy as np
 
 from convert_hf_marian import (  # noqa: E402 (tools/ on the path)
-    HFMarianError, StateDict, _load_json, hf_model_type, layer_tensors, read_vocab, read_weights)
-from model_files import plan_tokenizer, resolve_spm, write_safetensors, write_vocab
+    HFMarianError, StateDict, _load_json, hf_model_type, layer_tensors, read_vocab, read_weights,
+    write_conversion)
+from model_files import plan_tokenizer, resolve_spm
 
 LAYER_NORM_EPS = 1e-5
 MAX_POSITIONS_LIMIT = 65536
@@ -277,21 +277,6 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
     tokenizer_plan = plan_tokenizer(spm_files, (pieces, pieces))
     if tokenizer_plan:
         tessera_config["tokenizer"] = tokenizer_plan.key
-    unused = sorted(set(tensors) - t.used)
-    os.makedirs(out_dir, exist_ok=True)
-    try:
-        write_safetensors(os.path.join(out_dir, "model.safetensors"), selected,
-                          {"format": "pt", "converted_from": family}, st_dtype)
-    except ValueError as e:
-        raise HFMarianError(str(e))
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(tessera_config, f, indent=2)
-        f.write("\n")
-    write_vocab(os.path.join(out_dir, "vocab.src.txt"), pieces)
-    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), pieces)
-    if tokenizer_plan:
-        tokenizer_plan.write(out_dir)
-    if unused:
-        note("%d tensor(s) not used by tessera left out: %s%s"
-             % (len(unused), ", ".join(unused[:4]), ", ..." if len(unused) > 4 else ""))
+    write_conversion(out_dir, tessera_config, selected, family, st_dtype, (pieces, pieces),
+                     tokenizer_plan, sorted(set(tensors) - t.used), note)
     return tessera_config

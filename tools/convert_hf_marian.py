@@ -492,6 +492,30 @@ def select_tensors(t, arch, note):
 
 # ---- writing ------------------------------------------------------------------
 
+def write_conversion(out_dir, tessera_config, selected, origin, st_dtype, pieces, tokenizer,
+                     unused, note):
+    """A Hugging Face conversion's files: model.safetensors (st_dtype),
+    config.json, vocab.src.txt / vocab.tgt.txt (pieces: both sides in id
+    order), the tokenizer's models (a model_files.Tokenizer, or None); then a
+    note of the input tensors tessera does not read."""
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        write_safetensors(os.path.join(out_dir, "model.safetensors"), selected,
+                          {"format": "pt", "converted_from": origin}, st_dtype)
+    except ValueError as e:  # beyond F16's range
+        raise HFMarianError(str(e))
+    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(tessera_config, f, indent=2)
+        f.write("\n")
+    write_vocab(os.path.join(out_dir, "vocab.src.txt"), pieces[0])
+    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), pieces[1])
+    if tokenizer:
+        tokenizer.write(out_dir)
+    if unused:
+        note("%d tensor(s) not used by tessera left out: %s%s"
+             % (len(unused), ", ".join(unused[:4]), ", ..." if len(unused) > 4 else ""))
+
+
 def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_spm=None):
     """Converts the HF MarianMT directory input_dir into out_dir; returns tessera's config.
 
@@ -603,23 +627,8 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
     tokenizer = plan_tokenizer(spm_files, (src_pieces, tgt_pieces))
     if tokenizer:
         tessera_config["tokenizer"] = tokenizer.key
-    unused = sorted(set(tensors) - t.used)
-    os.makedirs(out_dir, exist_ok=True)
-    try:
-        write_safetensors(os.path.join(out_dir, "model.safetensors"), selected,
-                          {"format": "pt", "converted_from": "hf-marian"}, st_dtype)
-    except ValueError as e:  # beyond F16's range
-        raise HFMarianError(str(e))
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(tessera_config, f, indent=2)
-        f.write("\n")
-    write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_pieces)
-    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_pieces)
-    if tokenizer:
-        tokenizer.write(out_dir)
-    if unused:
-        note("%d tensor(s) not used by tessera left out: %s%s"
-             % (len(unused), ", ".join(unused[:4]), ", ..." if len(unused) > 4 else ""))
+    write_conversion(out_dir, tessera_config, selected, "hf-marian", st_dtype,
+                     (src_pieces, tgt_pieces), tokenizer, sorted(set(tensors) - t.used), note)
     if _get(config, "forced_eos_token_id") is not None:
         note("forced_eos_token_id: transformers forces </s> as the last token at its max_length; "
              "tessera's --max-len ends without it")

@@ -5,12 +5,12 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/call_languages.h"
 #include "core/network/batch.h"
 #include "core/network/encoder.h"
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
 #include "core/search/decode.h"
-#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 void tessera_encode_options_init(tessera_encode_options *o)

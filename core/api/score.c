@@ -8,12 +8,12 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/call_languages.h"
 #include "core/network/output_head.h"
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
 #include "core/runtime/work.h"
 #include "core/search/decode.h"
-#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 /* Rows of generator output held at once: bounds memory for long targets. */

@@ -6,11 +6,11 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
+#include "core/model/call_languages.h"
 #include "core/network/encoder.h"
 #include "core/runtime/batching.h"
 #include "core/runtime/plan.h"
 #include "core/search/decode.h"
-#include "core/model/call_languages.h"
 #include "core/search/sources.h"
 
 /* Each target prefix (tessera_target_prefix_check), the error naming its

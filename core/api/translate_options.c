@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/errors.h"
-#include "core/search/sources.h"
+#include "core/model/config.h"
 
 void tessera_translate_options_init(tessera_translate_options *o)
 {
