@@ -244,5 +244,19 @@ m2m_refuses legacy 't["legacy_behaviour"] = "yes"' "legacy_behaviour must be tru
 m2m_refuses mbart-tokenizer 't["tokenizer_class"] = "MBart50Tokenizer"' \
     "tokenizer_class MBart50Tokenizer goes with model_type mbart, not m2m_100"
 
+# --help lists every family the converter has (the list the README documents),
+# each with its own --help (its module imports); an unknown --from is one line.
+"$python" "$convert" --help >"$work/help.out" 2>&1 || fail "--help exited non-zero"
+for family in hf-marian hf-m2m100 hf-mbart fairseq marian opennmt-py torch; do
+    grep -q "^  $family " "$work/help.out" || fail "--help does not list the family $family"
+    "$python" "$convert" --from "$family" --help >"$work/help-$family.out" 2>&1 &&
+        grep -q -- "--source-spm" "$work/help-$family.out" ||
+        fail "--from $family --help: $(tail -n 1 "$work/help-$family.out")"
+done
+"$python" "$convert" in out --from nllb 2>"$work/from.err"
+if [ $? -ne 1 ] || [ "$(wc -l <"$work/from.err")" -ne 1 ] || ! grep -q "from nllb: not a family" "$work/from.err"; then
+    fail "--from nllb: expected one line naming it: $(cat "$work/from.err")"
+fi
+
 [ "$status" -eq 0 ] && echo "PASS"
 exit "$status"

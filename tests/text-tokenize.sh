@@ -50,7 +50,7 @@ import sentencepiece
 
 srcdir, work = sys.argv[1:]
 sys.path.insert(0, os.path.join(srcdir, "tools"))
-import model_files
+from converters import files as model_files
 import spm_reference as ref
 
 EOS, UNK, BOS, PAD, TAG = 0, 1, 2, 3, ">>deu<<"

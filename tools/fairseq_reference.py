@@ -1,7 +1,7 @@
 """An independent float64 numpy reference of fairseq's translation Transformer.
 
 It reads a fairseq checkpoint (the .pt and dict.SRC.txt / dict.TGT.txt) by
-fairseq's own tensor and option names, never through tools/convert_fairseq.py
+fairseq's own tensor and option names, never through tools/converters/fairseq.py
 or tessera's names, and computes what `tessera score` / `tessera translate`
 must print for the converted model. Written from fairseq's sources:
 

@@ -2,7 +2,7 @@
 
 It reads a Hugging Face MarianMT directory (config.json, model.safetensors,
 generation_config.json) by transformers' own tensor names, never through
-tools/convert_hf_marian.py or tessera's names, and computes what
+tools/converters/hf_marian.py or tessera's names, and computes what
 `tessera translate` / `tessera score` must print for the converted model.
 
 The forward pass, written from transformers' modeling_marian.py:

@@ -3,7 +3,7 @@
 make(root): for each variant of tools/write-fairseq-checkpoint, writes the
 original in fairseq's layout into ROOT/fairseq-<variant>/fairseq/
 (checkpoint_best.pt, dict.SRC.txt, dict.TGT.txt), converts it with
-tools/convert_fairseq.py into ROOT/fairseq-<variant>/, and writes what
+tools/converters/fairseq.py into ROOT/fairseq-<variant>/, and writes what
 `tessera` must print for it, computed by tools/fairseq_reference.py (numpy
 float64 from the checkpoint's own names and fairseq's semantics, never from
 the converter's output):
@@ -27,8 +27,6 @@ Needs numpy and torch (to write and read the .pt).
     /usr/bin/python3 tools/make_family_golden_fairseq.py [ROOT] [--check-search]
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import sys
@@ -41,33 +39,18 @@ if HERE not in sys.path:
 
 import numpy as np  # noqa: E402
 
-import convert_fairseq  # noqa: E402
+from converters import fairseq as convert_fairseq  # noqa: E402
 import fairseq_reference as ref  # noqa: E402
+from family_golden import (  # noqa: E402
+    BEAM, BEAM_FLAGS, BEAM_SENTENCES, MAX_LEN, N_CANDIDATES, N_SENTENCES, NEAR_TIE, SCORE_LENGTHS,
+    distinct_first, endings, ids_text, load_script, size_kb, write_lines)
 
 
-def _load_writer():
-    loader = importlib.machinery.SourceFileLoader(
-        "write_fairseq_checkpoint", os.path.join(HERE, "write-fairseq-checkpoint"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-writer = _load_writer()
+writer = load_script("write-fairseq-checkpoint")
 
 VARIANTS = ["sinusoidal-postnorm", "learned-prenorm"]
-MAX_LEN = 20
-N_SENTENCES = 12
-N_CANDIDATES = 60
-NEAR_TIE = 1e-3
 EOS_SHIFTS = [0.5 * k for k in range(25)]
-BEAM = dict(beam=4, n_best=3, length_penalty=0.6, max_len=15)
-BEAM_FLAGS = "--beam 4 --n-best 3 --length-penalty 0.6 --max-len 15"
-BEAM_SENTENCES = 8
 BEAM_CANDIDATES = 40
-# (source length, target length): one empty target, a one-token source
-SCORE_LENGTHS = [(1, 4), (3, 0), (5, 1), (8, 7), (12, 12), (2, 3), (6, 9), (10, 2), (4, 11), (7, 6)]
 UNK = 3
 
 
@@ -113,14 +96,7 @@ def pick_greedy(pair, sources):
         out, margin = greedy_agreeing(pair, src)
         if margin >= NEAR_TIE:
             usable.append((src, out))
-    seen, fresh, again = set(), [], []
-    for p in usable:
-        (again if tuple(p[1]) in seen else fresh).append(p)
-        seen.add(tuple(p[1]))
-    chosen = (fresh + again)[:N_SENTENCES]
-    if len(chosen) < N_SENTENCES:
-        return None
-    return [p for p in usable if p in chosen]
+    return distinct_first(usable, lambda p: tuple(p[1]), N_SENTENCES)
 
 
 def tune_eos(variant, work):
@@ -139,10 +115,6 @@ def tune_eos(variant, work):
     raise RuntimeError("%s: no </s> bias shift gives a mix of stops" % variant)
 
 
-def endings(hypotheses):
-    return "".join("E" if h.by_eos else "L" for h in hypotheses)
-
-
 def pick_beam(pair, rng, vocab_size, variant):
     fairseq, plain = pair
     usable = []
@@ -153,14 +125,10 @@ def pick_beam(pair, rng, vocab_size, variant):
             continue
         if min(margin, margin0) > NEAR_TIE:
             usable.append((src, hypotheses))
-    seen, fresh, again = set(), [], []
-    for p in usable:
-        (again if endings(p[1]) in seen else fresh).append(p)
-        seen.add(endings(p[1]))
-    chosen = (fresh + again)[:BEAM_SENTENCES]
-    if len(chosen) < BEAM_SENTENCES:
+    chosen = distinct_first(usable, lambda p: endings(p[1]), BEAM_SENTENCES)
+    if chosen is None:
         raise RuntimeError("%s: too few beam sentences without a near-tie" % variant)
-    return [p for p in usable if p in chosen]
+    return chosen
 
 
 def score_pairs(rng, src_vocab, tgt_vocab):
@@ -173,21 +141,6 @@ def score_pairs(rng, src_vocab, tgt_vocab):
             tgt[int(rng.integers(0, tgt_len))] = UNK
         pairs.append((src, tgt))
     return pairs
-
-
-def ids_text(ids):
-    return " ".join(str(t) for t in ids)
-
-
-def write_lines(path, lines):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
-
-
-def size_kb(directory):
-    return sum(os.path.getsize(os.path.join(d, n))
-               for d, _, names in os.walk(directory) for n in names) / 1000.0
 
 
 def make_variant(root, variant, work, check_search=False):
@@ -259,7 +212,7 @@ write and read the `.pt`). The files and formats are those of `tests/golden/`
   a token). Random seeded weights: the padding rows zero, norms with random
   signs, scaled attention and FFN outputs (so that outputs vary).
 - `config.json`, `model.safetensors`, `vocab.src.txt`, `vocab.tgt.txt`: its
-  conversion by `tools/convert_fairseq.py` (family `fairseq`: `bos_id` =
+  conversion by `tools/converters/fairseq.py` (family `fairseq`: `bos_id` =
   `eos_id` = 2 with `decoder_start` "bos" (the decoder starts from `</s>`),
   `source_suffix` [2], `banned_target_ids` [1] (pad) in mode `log_probs`,
   `position_offset` 2 (pad + 1), positions `sinusoid_halves_t2t` or the

@@ -3,7 +3,7 @@ hf-m2m100-* and hf-mbart*.
 
 make(root): for each variant of tools/write-hf-m2m100-checkpoint, writes the
 original in transformers' layout into ROOT/hf-<variant>/hf/, converts it with
-tools/convert_hf_m2m100.py into ROOT/hf-<variant>/, and writes what `tessera`
+tools/converters/hf_m2m100.py into ROOT/hf-<variant>/, and writes what `tessera`
 must print for it with the variant's languages (languages.flags: the
 --source-lang and --target-lang every run of the fixture takes), computed by
 tools/hf_m2m100_reference.py (numpy float64 from the original's own names and
@@ -25,8 +25,6 @@ ROOT/hf-nllb-*, ROOT/hf-m2m100-*, ROOT/hf-mbart* and ROOT/README-hf-m2m100.md.
     /usr/bin/python3 tools/make_family_golden_hf_m2m100.py [ROOT]   (default tests/golden/families)
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import sys
@@ -39,28 +37,21 @@ if HERE not in sys.path:
 
 import numpy as np  # noqa: E402
 
-import convert_hf_m2m100  # noqa: E402
+from converters import hf_m2m100 as convert_hf_m2m100  # noqa: E402
 import hf_m2m100_reference as ref  # noqa: E402
+from family_golden import (  # noqa: E402
+    BEAM, BEAM_SENTENCES, MAX_LEN, N_CANDIDATES, N_SENTENCES, NEAR_TIE, SCORE_LENGTHS,
+    distinct_first, endings, ids_text, load_script, write_lines)
 
-_loader = importlib.machinery.SourceFileLoader(
-    "write_hf_m2m100_checkpoint", os.path.join(HERE, "write-hf-m2m100-checkpoint"))
-writer = importlib.util.module_from_spec(importlib.util.spec_from_loader(_loader.name, _loader))
-_loader.exec_module(writer)
+writer = load_script("write-hf-m2m100-checkpoint")
 
 # variant: (source language, target language) the fixture is made and run with
 LANGUAGES = {"nllb-f16": ("eng_Latn", "fra_Latn"), "nllb-legacy-f32": ("spa_Latn", "eng_Latn"),
              "m2m100-f32": ("de", "en"), "mbart50-f32": ("en_XX", "ro_RO"),
              "mbart-cc25-f16": ("ro_RO", "en_XX")}
-MAX_LEN = 20
-N_SENTENCES = 12
-N_CANDIDATES = 60
-NEAR_TIE = 1e-3
 EOS_SHIFTS = [0.5 * k for k in range(40)]
-BEAM = dict(beam=4, n_best=3, length_penalty=0.6, max_len=15)
-BEAM_SENTENCES = 8
 TEXT_SENTENCES = 6
 BEAM_CANDIDATES = 40
-SCORE_LENGTHS = [(1, 4), (3, 0), (5, 1), (8, 7), (12, 12), (2, 3), (6, 9), (10, 2), (4, 11), (7, 6)]
 FIRST_PIECE = 4                                 # after <s> <pad> </s> <unk>
 PIECES = writer.SPM_PIECES - 3                  # the tokenizer's pieces (no specials)
 UNK = 3
@@ -75,20 +66,6 @@ def sentence(rng, length, with_unk):
 
 def candidates(rng, count):
     return [sentence(rng, int(rng.integers(1, 13)), i % 4 == 3) for i in range(count)]
-
-
-def distinct_first(pairs, key, count):
-    """count pairs, those of an unseen key first, kept in their order; None if too few."""
-    seen, fresh, again = set(), [], []
-    for pair in pairs:
-        (again if key(pair) in seen else fresh).append(pair)
-        seen.add(key(pair))
-    chosen = (fresh + again)[:count]
-    return [p for p in pairs if p in chosen] if len(chosen) == count else None
-
-
-def endings(hypotheses):
-    return "".join("E" if h.by_eos else "L" for h in hypotheses)
 
 
 def tune_eos(variant, work):
@@ -120,16 +97,6 @@ def pick_beam(model, rng, variant):
     if chosen is None:
         raise RuntimeError("%s: too few beam sentences without a near-tie" % variant)
     return chosen
-
-
-def ids_text(ids):
-    return " ".join(str(t) for t in ids)
-
-
-def write_lines(path, lines):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
 
 
 def text_cases(model, hf_dir, rng):
@@ -202,7 +169,7 @@ python3-sentencepiece, not torch). The files and formats are those of
   `tokenizer_config.json` (the language codes, NLLB's `legacy_behaviour`),
   M2M100's `vocab.json` (its pieces in an order of its own). Random seeded weights.
 - `config.json`, `model.safetensors`, `vocab.src.txt`, `vocab.tgt.txt`,
-  `shared.spm`: its conversion by `tools/convert_hf_m2m100.py` (family `hf-nllb`,
+  `shared.spm`: its conversion by `tools/converters/hf_m2m100.py` (family `hf-nllb`,
   `hf-m2m100`, `hf-mbart50` or `hf-mbart-cc25`: pre-norm with final norms,
   positions `sinusoid_halves_t2t` from row 2 (mBART: its tables, from row 2, and
   the embedding norms), `bos_id` 2 (`</s>`, decoder_start_token_id),

@@ -2,7 +2,7 @@
 
 make(root): for each variant of tools/write-hf-marian-checkpoint, writes the
 original in transformers' layout into ROOT/hf-marian-<variant>/hf-marian/,
-converts it with tools/convert_hf_marian.py into ROOT/hf-marian-<variant>/,
+converts it with tools/converters/hf_marian.py into ROOT/hf-marian-<variant>/,
 and writes what `tessera` must print for it, computed by
 tools/hf_marian_reference.py (numpy float64 from the original's own names and
 transformers' semantics, never from the converter's output):
@@ -21,8 +21,6 @@ Deterministic. Touches only ROOT/hf-marian-* and ROOT/README-hf-marian.md.
     /usr/bin/python3 tools/make_family_golden_hf_marian.py [ROOT]   (default tests/golden/families)
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import shutil
 import sys
@@ -35,33 +33,18 @@ if HERE not in sys.path:
 
 import numpy as np  # noqa: E402
 
-import convert_hf_marian  # noqa: E402
+from converters import hf_marian as convert_hf_marian  # noqa: E402
 import hf_marian_reference as ref  # noqa: E402
+from family_golden import (  # noqa: E402
+    BEAM, BEAM_FLAGS, BEAM_SENTENCES, MAX_LEN, N_CANDIDATES, N_SENTENCES, NEAR_TIE, SCORE_LENGTHS,
+    distinct_first, endings, ids_text, load_script, size_kb, write_lines)
 
 
-def _load_writer():
-    loader = importlib.machinery.SourceFileLoader(
-        "write_hf_marian_checkpoint", os.path.join(HERE, "write-hf-marian-checkpoint"))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-writer = _load_writer()
+writer = load_script("write-hf-marian-checkpoint")
 
 VARIANTS = ["tied-f16", "separate-f32", "tied-gelu-f16", "untied-f16"]
-MAX_LEN = 20
-N_SENTENCES = 12
-N_CANDIDATES = 60
-NEAR_TIE = 1e-3
 EOS_SHIFTS = [0.5 * k for k in range(25)]
-BEAM = dict(beam=4, n_best=3, length_penalty=0.6, max_len=15)
-BEAM_FLAGS = "--beam 4 --n-best 3 --length-penalty 0.6 --max-len 15"
-BEAM_SENTENCES = 8
 BEAM_CANDIDATES = 40
-# (source length, target length): one empty target, a one-token source
-SCORE_LENGTHS = [(1, 4), (3, 0), (5, 1), (8, 7), (12, 12), (2, 3), (6, 9), (10, 2), (4, 11), (7, 6)]
 
 
 def source_ids(rng, vocab_size, length, with_unk):
@@ -85,14 +68,7 @@ def pick_greedy(model, sources):
         out, margin = model.greedy_with_margin(src, MAX_LEN)
         if margin >= NEAR_TIE:
             usable.append((src, out))
-    seen, fresh, again = set(), [], []
-    for pair in usable:
-        (again if tuple(pair[1]) in seen else fresh).append(pair)
-        seen.add(tuple(pair[1]))
-    chosen = (fresh + again)[:N_SENTENCES]
-    if len(chosen) < N_SENTENCES:
-        return None
-    return [pair for pair in usable if pair in chosen]
+    return distinct_first(usable, lambda pair: tuple(pair[1]), N_SENTENCES)
 
 
 def tune_eos(variant, work):
@@ -112,24 +88,16 @@ def tune_eos(variant, work):
     raise RuntimeError("%s: no </s> bias shift gives a mix of stops" % variant)
 
 
-def endings(hypotheses):
-    return "".join("E" if h.by_eos else "L" for h in hypotheses)
-
-
 def pick_beam(model, rng, vocab_size, variant):
     usable = []
     for src in candidates(rng, vocab_size, BEAM_CANDIDATES):
         hypotheses, margin = model.beam_search(src, **BEAM)
         if margin > NEAR_TIE:
             usable.append((src, hypotheses))
-    seen, fresh, again = set(), [], []
-    for pair in usable:
-        (again if endings(pair[1]) in seen else fresh).append(pair)
-        seen.add(endings(pair[1]))
-    chosen = (fresh + again)[:BEAM_SENTENCES]
-    if len(chosen) < BEAM_SENTENCES:
+    chosen = distinct_first(usable, lambda pair: endings(pair[1]), BEAM_SENTENCES)
+    if chosen is None:
         raise RuntimeError("%s: too few beam sentences without a near-tie" % variant)
-    return [pair for pair in usable if pair in chosen]
+    return chosen
 
 
 def score_pairs(rng, src_vocab, tgt_vocab):
@@ -142,21 +110,6 @@ def score_pairs(rng, src_vocab, tgt_vocab):
             tgt[int(rng.integers(0, tgt_len))] = 1
         pairs.append((src, tgt))
     return pairs
-
-
-def ids_text(ids):
-    return " ".join(str(t) for t in ids)
-
-
-def write_lines(path, lines):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for line in lines:
-            f.write(line + "\n")
-
-
-def size_kb(directory):
-    return sum(os.path.getsize(os.path.join(d, n))
-               for d, _, names in os.walk(directory) for n in names) / 1000.0
 
 
 def make_variant(root, variant, work):
@@ -208,7 +161,7 @@ those of `tests/golden/` (`tests/golden/README.md`). For each variant of
   them). Random seeded weights: norms with random signs (a tied output layer
   would otherwise repeat the input token), a larger cross-attention.
 - `config.json`, `model.safetensors`, `vocab.src.txt`, `vocab.tgt.txt`: its
-  conversion by `tools/convert_hf_marian.py` (family `hf-marian`: positions
+  conversion by `tools/converters/hf_marian.py` (family `hf-marian`: positions
   `sinusoid_halves`, LayerNorm eps 1e-5, `bos_id` = `decoder_start_token_id`
   (the pad id) with `decoder_start` "bos", `source_suffix` [0],
   `banned_target_ids` [pad], a tied or shared table stored once, an untied

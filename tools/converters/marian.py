@@ -7,7 +7,7 @@ models, whose ids are then Marian's) or a single vocabulary *.yml, and
 optionally source.spm / target.spm (or one *.spm for both sides). Output:
 config.json, model.safetensors (F32), vocab.src.txt / vocab.tgt.txt in
 Marian's id order, and the SentencePiece models copied with config.json's
-`tokenizer` naming them (model_files.plan_tokenizer: --source-spm /
+`tokenizer` naming them (files.plan_tokenizer: --source-spm /
 --target-spm take their place).
 
 Marian's semantics, and where Marian's sources define them:
@@ -48,12 +48,10 @@ import re
 import sys
 
 import numpy as np
-import yaml
 
-from model_files import (  # noqa: E402 (tools/ on the path)
-    carried_spm, plan_tokenizer, resolve_spm, spm_pieces, write_safetensors, write_vocab)
+from .errors import PROG, ConvertError, note, note_unused, one_line
+from .files import carried_spm, plan_tokenizer, resolve_spm, spm_pieces, write_model
 
-PROG = "tessera-convert"
 META_ITEM = "special:model.yml"
 LAYER_NORM_EPS = 1e-6
 MAX_POSITIONS = 1024
@@ -63,17 +61,10 @@ GELU_ERF_SINCE = (1, 12, 3)
 GELU_FORMS = {"sigmoid": "gelu_sigmoid", "erf": "gelu"}
 
 
-class ConvertError(Exception):
-    """A problem with the user's input, reported as one line."""
-
-
-def note(message):
-    print("%s: note: %s" % (PROG, message), file=sys.stderr)
-
-
 # ---- finding and reading the files ------------------------------------------
 
 def load_yaml(path):
+    import yaml
     try:
         with open(path, encoding="utf-8") as f:
             value = yaml.safe_load(f)
@@ -88,8 +79,17 @@ def load_yaml(path):
     return value
 
 
-def one_line(error):
-    return " ".join(str(error).split())
+def detect(path):
+    """True for a directory or an .npz file (tried after the other directory families)."""
+    return os.path.isdir(path) or path.endswith(".npz")
+
+
+def add_options(parser):
+    """--marian-gelu (tessera-convert --from marian --help)."""
+    parser.add_argument("--marian-gelu", choices=sorted(GELU_FORMS),
+                        help="which gelu a 'transformer-ffn-activation: gelu' model was trained "
+                             "with: sigmoid (x*sigmoid(1.702x), Marian before v1.12.3) or erf "
+                             "(from v1.12.3); default: from model.yml's version")
 
 
 def locate(input_path):
@@ -138,6 +138,7 @@ def read_npz(path):
 
 
 def model_options(text, npz_path):
+    import yaml
     try:
         options = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -187,6 +188,7 @@ def read_vocab(path):
     model's)."""
     if path.endswith(".spm"):
         return check_pieces(spm_pieces(path, "vocabulary"), os.path.basename(path))
+    import yaml
     try:
         with open(path, encoding="utf-8") as f:
             raw = yaml.load(f, Loader=yaml.BaseLoader)
@@ -645,10 +647,7 @@ def convert(input_path, out_dir, note=note, marian_gelu=None, source_spm=None, t
                            "(tied-embeddings-all / tied-embeddings-src)" % names)
     config = build_config(arch, src_rows, tgt_rows, src_pieces, tgt_pieces, decoder, names)
     tensors = select_tensors(t, arch, src_rows, tgt_rows)
-    unused = sorted(set(items) - t.used)
-    if unused:
-        note("%d tensor(s) not used by tessera left out: %s%s"
-             % (len(unused), ", ".join(unused[:3]), ", ..." if len(unused) > 3 else ""))
+    note_unused(note, sorted(set(items) - t.used))
     if arch["norm_first"]:
         prenorm_notes(options.get("version"))
     if any(len(p) == 6 and p.startswith("<0x") and p.endswith(">") for p in tgt_pieces):
@@ -659,20 +658,10 @@ def convert(input_path, out_dir, note=note, marian_gelu=None, source_spm=None, t
             note("decoder.yml asks for %s %s (tessera translate %s is the nearest option)"
                  % (key, decoder[key], flag_name))
     tokenizer = plan_tokenizer(spm_files, (src_pieces, tgt_pieces))
-    if tokenizer:
-        config["tokenizer"] = tokenizer.key
-
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors,
-                      {"converted_by": PROG, "source": os.path.basename(npz_path), "family": "marian"})
-    write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_pieces)
-    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_pieces)
+    write_model(out_dir, config, tensors,
+                {"converted_by": PROG, "source": os.path.basename(npz_path), "family": "marian"},
+                vocabs=(src_pieces, tgt_pieces), tokenizer=tokenizer)
     copied = tokenizer.names() if tokenizer else []
-    if tokenizer:
-        tokenizer.write(out_dir)
     print("%s: wrote %s (marian, %d tensors, F32, d_model %d, %d+%d layers, %s, %s%s)"
           % (PROG, out_dir, len(tensors), config["d_model"], config["n_encoder_layers"],
              config["n_decoder_layers"], "pre-norm" if config["norm_first"] else "post-norm",

@@ -12,7 +12,7 @@ tensors, argparse.Namespace, OrderedDict / defaultdict and numpy scalars.
 Output: config.json (family "fairseq"), model.safetensors (F32; a tied or shared
 table once), vocab.src.txt / vocab.tgt.txt in id order; with --source-spm and
 --target-spm (fairseq keeps its sentencepiece model outside the checkpoint),
-the models copied and config.json's `tokenizer` (model_files.plan_tokenizer).
+the models copied and config.json's `tokenizer` (files.plan_tokenizer).
 
 fairseq's semantics, and where fairseq's sources define them (fairseq/...):
 - Dictionary (data/dictionary.py): <s> 0, <pad> 1, </s> 2, <unk> 3, then one new
@@ -47,7 +47,6 @@ fairseq's semantics, and where fairseq's sources define them (fairseq/...):
 Needs numpy, and torch to read the .pt (imported when converting).
 """
 
-import _compat_pickle
 import argparse
 import collections
 import glob
@@ -56,14 +55,13 @@ import math
 import os
 import pickle
 import sys
-import zipfile
 
 import numpy as np
 
-from model_files import (  # noqa: E402 (tools/ on the path)
-    plan_tokenizer, resolve_spm, write_safetensors, write_vocab)
+from . import pickles
+from .errors import PROG, ConvertError, note as default_note, note_unused
+from .files import plan_tokenizer, resolve_spm, write_model
 
-PROG = "tessera-convert"
 FAMILY = "fairseq"
 LAYER_NORM_EPS = 1e-5
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
@@ -102,18 +100,6 @@ ARCH_DEFAULTS = {
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_accurate": "gelu_tanh", "gelu_fast": "gelu_tanh"}
 # TransformerConfig's nested names (newer fairseq) for the flat legacy ones.
 NESTED = {"encoder": "encoder_", "decoder": "decoder_", "quant_noise": "quant_noise_"}
-
-
-class ConvertError(Exception):
-    """A problem with the user's input, reported as one line."""
-
-
-def default_note(message):
-    print("%s: note: %s" % (PROG, message), file=sys.stderr)
-
-
-def one_line(error):
-    return " ".join(str(error).split())
 
 
 # ---- reading the checkpoint without omegaconf ---------------------------------------
@@ -159,39 +145,19 @@ def omega_stand_in(module, name):
     return _stand_ins[key]
 
 
-def allowed_global(module, name):
-    """What a global of the checkpoint's pickle may be; None: refused."""
-    import torch
-    if (module, name) in OMEGA_CLASSES:
-        return omega_stand_in(module, name)
-    table = {
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        ("collections", "defaultdict"): collections.defaultdict,
-        ("argparse", "Namespace"): argparse.Namespace,
-        ("typing", "Any"): Marker("typing.Any"),
-        ("torch._utils", "_rebuild_tensor"): getattr(torch._utils, "_rebuild_tensor", None),
-        ("torch._utils", "_rebuild_tensor_v2"): getattr(torch._utils, "_rebuild_tensor_v2", None),
-        ("torch._utils", "_rebuild_parameter"): getattr(torch._utils, "_rebuild_parameter", None),
-        ("torch._utils", "_rebuild_parameter_with_state"):
-            getattr(torch._utils, "_rebuild_parameter_with_state", None),
-        ("torch", "Size"): torch.Size,
-        ("torch.nn.parameter", "Parameter"): torch.nn.Parameter,
-    }
-    if (module, name) in table:
-        return table[(module, name)]
-    if module == "builtins" and name in ("dict", "list", "tuple", "set", "frozenset", "int",
-                                         "float", "str", "bool", "bytes", "complex", "object"):
-        # the types themselves: constructing one runs no code of the file's choosing
-        return {"dict": dict, "list": list, "tuple": tuple, "set": set, "frozenset": frozenset,
-                "int": int, "float": float, "str": str, "bool": bool, "bytes": bytes,
-                "complex": complex, "object": object}[name]
-    if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "scalar":
-        return numpy_scalar
-    if module == "numpy" and name == "dtype":
-        return np.dtype
-    if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
-        return getattr(torch, name)
-    return None
+def allowed_globals():
+    """What a fairseq checkpoint pickles besides tensors and plain values (for
+    pickles.load): argparse.Namespace (args), omegaconf's classes as stand-ins
+    (cfg), typing.Any as a name, numpy scalars and dtypes, the builtin types."""
+    table = {key: omega_stand_in(*key) for key in OMEGA_CLASSES}
+    table.update(pickles.builtin_types(*pickles.BUILTIN_TYPES))
+    table[("collections", "defaultdict")] = collections.defaultdict
+    table[("argparse", "Namespace")] = argparse.Namespace
+    table[("typing", "Any")] = Marker("typing.Any")
+    table[("numpy.core.multiarray", "scalar")] = numpy_scalar
+    table[("numpy._core.multiarray", "scalar")] = numpy_scalar
+    table[("numpy", "dtype")] = np.dtype
+    return table
 
 
 def numpy_scalar(dtype, data=None):
@@ -200,56 +166,9 @@ def numpy_scalar(dtype, data=None):
     return np.frombuffer(data, dtype=dtype)[0]
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
-        value = allowed_global(module, name)
-        if value is None:
-            raise ConvertError("the checkpoint's pickle names %s.%s: refused (only tensors, "
-                               "argparse.Namespace, omegaconf configs and plain values are read)"
-                               % (module, name))
-        return value
-
-
-class RestrictedPickleModule:
-    """A pickle module for torch.load whose unpickler refuses unknown globals."""
-    Unpickler = RestrictedUnpickler
-    UnpicklingError = pickle.UnpicklingError
-
-    @staticmethod
-    def load(f, **kwargs):
-        return RestrictedUnpickler(f, **kwargs).load()
-
-
-def load_checkpoint(path):
-    """The checkpoint, unpickled by RestrictedUnpickler. torch.load itself cannot take it
-    (torch 1.13's torch.load replaces any pickle_module by pickle), so this calls the
-    loaders torch.load dispatches to, with the restricted pickle module."""
-    try:
-        import torch
-        import torch.serialization as ts
-    except ImportError:
-        raise ConvertError("reading a fairseq checkpoint needs torch (python3-torch)")
-    try:
-        with open(path, "rb") as f:
-            if zipfile.is_zipfile(f):
-                f.seek(0)
-                with ts._open_zipfile_reader(f) as archive:
-                    if ts._is_torchscript_zip(archive):
-                        raise ConvertError("%s: a TorchScript archive, not a fairseq checkpoint" % path)
-                    return ts._load(archive, "cpu", RestrictedPickleModule, encoding="utf-8")
-            f.seek(0)
-            return ts._legacy_load(f, "cpu", RestrictedPickleModule, encoding="utf-8")
-    except ConvertError as e:
-        raise ConvertError(str(e) if str(e).startswith(path) else "%s: %s" % (path, e))
-    except OSError as e:
-        raise ConvertError("%s: %s" % (path, e.strerror or one_line(e)))
-    except Exception as e:  # a corrupt file fails anywhere in torch's loaders
-        raise ConvertError("%s: cannot read as a torch checkpoint: %s: %s"
-                           % (path, type(e).__name__, one_line(e)[:200]))
+def load_checkpoint(path, trust_pickle=False):
+    """The checkpoint, read by pickles.load without omegaconf."""
+    return pickles.load(path, trust_pickle, allowed_globals(), None, "fairseq checkpoint")
 
 
 def plain(value, depth=0):
@@ -665,13 +584,14 @@ def detect(path):
         return False
 
 
-def convert(input_path, out_dir, note=default_note, source_spm=None, target_spm=None):
+def convert(input_path, out_dir, note=default_note, trust_pickle=False, source_spm=None,
+            target_spm=None):
     """Converts the fairseq checkpoint input_path into out_dir; returns the config.
     source_spm, target_spm: SentencePiece models for text (the dictionaries'
     ids, never the models' own)."""
     spm_files = resolve_spm((source_spm, target_spm), (None, None), note)
     pt_path, directory = locate(input_path)
-    checkpoint = load_checkpoint(pt_path)
+    checkpoint = load_checkpoint(pt_path, trust_pickle)
     options, task, source = read_options(checkpoint, pt_path)
     arch_name = options.get("arch")
     o = Options(options, arch_name)
@@ -780,28 +700,15 @@ def convert(input_path, out_dir, note=default_note, source_spm=None, target_spm=
         if not 0 <= align_heads <= heads:
             refuse("alignment_heads", align_heads, "not 0..%d heads" % heads)
         config["alignment_heads"] = align_heads
-    unused = sorted(set(t.items) - t.used)
-    if unused:
-        note("%d tensor(s) not used by tessera left out: %s%s"
-             % (len(unused), ", ".join(unused[:3]), ", ..." if len(unused) > 3 else ""))
+    note_unused(note, sorted(set(t.items) - t.used))
     # fairseq-generate's --min-len, 1 unless told: never an empty translation.
     config["min_target_length"] = 1
     if any(s.startswith("madeupword") for s in tgt_symbols):
         note("the target dictionary's madeupwordNNNN padding entries are ordinary ids, as in fairseq")
     tokenizer = plan_tokenizer(spm_files, (src_symbols, tgt_symbols))
-    if tokenizer:
-        config["tokenizer"] = tokenizer.key
-
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors,
-                      {"converted_by": PROG, "source": os.path.basename(pt_path), "family": FAMILY})
-    write_vocab(os.path.join(out_dir, "vocab.src.txt"), src_symbols)
-    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), tgt_symbols)
-    if tokenizer:
-        tokenizer.write(out_dir)
+    write_model(out_dir, config, tensors,
+                {"converted_by": PROG, "source": os.path.basename(pt_path), "family": FAMILY},
+                vocabs=(src_symbols, tgt_symbols), tokenizer=tokenizer)
     print("%s: wrote %s (fairseq %s from %s, %d tensors, F32, d_model %d, %d+%d layers, %s, %s, "
           "%s positions)"
           % (PROG, out_dir, arch_name, source, len(tensors), d, layers[0], layers[1],

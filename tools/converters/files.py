@@ -1,7 +1,8 @@
-"""Writing a tessera model directory's files with numpy alone (docs/model-format.md),
-for every converter: model.safetensors, the vocabulary files, and the
-SentencePiece models with config.json's `tokenizer` (plan_tokenizer; checked
-with python3-sentencepiece, imported only then).
+"""The one writer of a tessera model directory's files, with numpy alone
+(docs/model-format.md), for every converter: write_model() writes config.json,
+model.safetensors, the vocabulary files and the SentencePiece models with
+config.json's `tokenizer` (plan_tokenizer; checked with python3-sentencepiece,
+imported only then).
 
 safetensors: an 8-byte little-endian header length, the JSON header (tensors
 in name order, then "__metadata__"; compact, space-padded to a multiple of 8
@@ -19,18 +20,23 @@ import sys
 
 import numpy as np
 
+from .errors import ConvertError
+
 F16_MAX = 65504.0
 
 
 def tensor_bytes(values, dtype):
-    """The little-endian bytes of values as dtype "F32", "F16" or "BF16" (BF16:
-    rounded to nearest even). ValueError for a value beyond F16's range."""
+    """The little-endian bytes of values as dtype "F32", "F16", "BF16" (rounded to
+    nearest even) or "I8" (values already integers). ValueError for a value beyond
+    F16's range."""
+    if dtype == "I8":
+        return np.ascontiguousarray(values, dtype=np.int8).tobytes()
     values = np.ascontiguousarray(values, dtype=np.float32)
     if dtype == "F32":
         return values.astype("<f4").tobytes()
     if dtype == "F16":
         if np.any(np.abs(values) > F16_MAX):
-            raise ValueError("a tensor holds values beyond F16's range; convert with F32")
+            raise ValueError("values beyond F16's range")
         return values.astype("<f2").tobytes()
     if dtype == "BF16":
         bits = values.view(np.uint32).astype(np.uint64)
@@ -38,12 +44,18 @@ def tensor_bytes(values, dtype):
     raise ValueError("unknown dtype %r" % dtype)
 
 
-def write_safetensors(path, tensors, metadata, dtype="F32"):
-    """tensors: name -> array; every one stored as dtype; metadata: str -> str."""
+def write_safetensors(path, tensors, metadata, dtype="F32", dtypes=None):
+    """tensors: name -> array; each stored as dtypes[name] where given, else dtype;
+    metadata: str -> str. ConvertError names a tensor too large for F16."""
+    dtypes = dtypes or {}
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
-        data = tensor_bytes(tensors[name], dtype)
-        header[name] = {"dtype": dtype, "shape": list(np.shape(tensors[name])),
+        kind = dtypes.get(name, dtype)
+        try:
+            data = tensor_bytes(tensors[name], kind)
+        except ValueError as e:
+            raise ConvertError("tensor '%s' has %s; convert with f32" % (name, e))
+        header[name] = {"dtype": kind, "shape": list(np.shape(tensors[name])),
                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
@@ -57,11 +69,47 @@ def write_safetensors(path, tensors, metadata, dtype="F32"):
             f.write(data)
 
 
+def quantize_int8(weight):
+    """Symmetric per-row int8 of a [out, in] weight (docs/model-format.md): (q, scale)
+    with scale = max|row| / 127 (1 for an all-zero row), q = round(w / scale), ties
+    to even, within [-127, 127]; float32 throughout."""
+    weight = np.asarray(weight, dtype=np.float32)
+    scale = (np.abs(weight).max(axis=1) / np.float32(127.0)).astype(np.float32)
+    scale = np.where(scale > 0, scale, np.float32(1.0)).astype(np.float32)
+    q = np.clip(np.round(weight / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
 def write_vocab(path, pieces):
-    """One piece per line, line number = id."""
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+    """One piece per line, line number = id (bytes lines written as they are)."""
+    with open(path, "wb") as f:
         for piece in pieces:
-            f.write(piece + "\n")
+            f.write((piece if isinstance(piece, bytes) else piece.encode("utf-8")) + b"\n")
+
+
+def write_model(out_dir, config, tensors, metadata, dtype="F32", dtypes=None,
+                vocabs=(None, None), tokenizer=None):
+    """A conversion's files in out_dir (created if needed): config.json (config, with
+    the tokenizer's key when there is one), model.safetensors (write_safetensors),
+    vocab.src.txt / vocab.tgt.txt (vocabs: each side's pieces in id order, or None:
+    no file, a stale one removed) and the tokenizer's models (a Tokenizer, or None).
+    The tensors are written first: a refusal there leaves no config.json behind."""
+    if tokenizer:
+        config["tokenizer"] = tokenizer.key
+    os.makedirs(out_dir, exist_ok=True)
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, metadata, dtype,
+                      dtypes)
+    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    for side, pieces in zip(("src", "tgt"), vocabs):
+        path = os.path.join(out_dir, "vocab.%s.txt" % side)
+        if pieces is not None:
+            write_vocab(path, pieces)
+        elif os.path.exists(path):
+            os.remove(path)
+    if tokenizer:
+        tokenizer.write(out_dir)
 
 
 # ---- SentencePiece models: config.json's `tokenizer` (docs/model-format.md §1, §3) ----
@@ -75,7 +123,7 @@ SPM_AGREEMENT = 0.9
 VOCAB_SIDES = {"source": "src", "target": "tgt"}
 
 
-class TokenizerError(ValueError):
+class TokenizerError(ConvertError):
     """A SentencePiece model tessera-convert refuses, as one line naming the file."""
 
 

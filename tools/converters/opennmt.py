@@ -7,7 +7,7 @@ unless --trust-pickle) and calls convert_checkpoint(). Output: config.json
 vocab.tgt.txt in OpenNMT-py's id order; with --source-spm and --target-spm
 (OpenNMT-py's transforms keep the sentencepiece models outside the
 checkpoint), the models copied and config.json's `tokenizer`
-(model_files.plan_tokenizer).
+(files.plan_tokenizer).
 
 OpenNMT-py 3.x's semantics, and where its sources (v3.0 to v3.5) define them:
 - the checkpoint (onmt/models/model_saver.py ModelSaver._save): {"model": the
@@ -71,29 +71,28 @@ import sys
 
 import numpy as np
 
-from model_files import plan_tokenizer, resolve_spm, write_safetensors  # noqa: E402 (tools/ on the path)
+from . import pickles
+from .errors import PROG, ConvertError, note
+from .files import plan_tokenizer, resolve_spm, write_model
 
-PROG = "tessera-convert"
 PE_ROWS = 5000
 PE_TOLERANCE = 2e-3  # torch's float32 table against the formula in double, up to row 5000
 SPECIALS = {"unk": "<unk>", "pad": "<blank>", "bos": "<s>", "eos": "</s>"}
 POSITION_TYPES = {"SinusoidalInterleaved": "sinusoid", "SinusoidalConcat": "sinusoid_halves_t2t"}
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu"}
 
-# What an OpenNMT-py 3.x checkpoint pickles besides tensors and plain values
-# (tessera-convert's check allows these for --from opennmt-py). A defaultdict
-# names its factory, which must itself be one of these.
-SAFE_GLOBALS = {"argparse Namespace", "collections defaultdict", "collections OrderedDict",
-                "builtins list", "builtins dict", "builtins int", "builtins float", "builtins str",
-                "builtins bool", "builtins tuple", "builtins set", "builtins frozenset"}
 
 
-class ConvertError(Exception):
-    """A problem with the user's input, reported as one line."""
-
-
-def note(message):
-    print("%s: note: %s" % (PROG, message), file=sys.stderr)
+def allowed_globals():
+    """What an OpenNMT-py 3.x checkpoint pickles besides tensors and plain values
+    (for pickles.load). A defaultdict names its factory, which must itself be one of
+    these."""
+    import argparse
+    import collections
+    table = pickles.builtin_types("list", "dict", "int", "float", "str", "bool", "tuple")
+    table[("argparse", "Namespace")] = argparse.Namespace
+    table[("collections", "defaultdict")] = collections.defaultdict
+    return table
 
 
 def legacy_global(name):
@@ -105,6 +104,11 @@ def legacy_global(name):
                 "Fields (%s); only OpenNMT-py 3.x checkpoints (vocab a dict of token lists) "
                 "convert; load and re-save it with OpenNMT-py 3" % name.replace(" ", "."))
     return None
+
+
+def detect(path):
+    """True for a .pt file that looks_like_opennmt."""
+    return os.path.isfile(path) and looks_like_opennmt(path)
 
 
 def looks_like_opennmt(path):
@@ -480,6 +484,14 @@ def select_tensors(ckpt, arch, src_vocab, tgt_vocab):
 
 # ---- writing ------------------------------------------------------------------
 
+def convert(input_path, out_dir, note=note, trust_pickle=False, source_spm=None,
+            target_spm=None):
+    """Converts the OpenNMT-py checkpoint input_path into out_dir; returns the config."""
+    ckpt = pickles.load(input_path, trust_pickle, allowed_globals(), legacy_global,
+                        "OpenNMT-py checkpoint")
+    return convert_checkpoint(ckpt, os.path.basename(input_path), out_dir, source_spm, target_spm)
+
+
 def convert_checkpoint(ckpt, source_name, out_dir, source_spm=None, target_spm=None):
     """Writes out_dir from a loaded checkpoint dict; returns the config.
     source_spm, target_spm: SentencePiece models for text (the vocabulary's
@@ -535,23 +547,9 @@ def convert_checkpoint(ckpt, source_name, out_dir, source_spm=None, target_spm=N
     written = {side: tokens if writable_vocab(tokens, side) else None
                for side, tokens in (("src", src), ("tgt", tgt))}
     tokenizer = plan_tokenizer(spm_files, (written["src"], written["tgt"]))
-    if tokenizer:
-        config["tokenizer"] = tokenizer.key
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors,
-                      {"converted_by": PROG, "source": source_name, "family": "opennmt-py"})
-    for side, tokens in written.items():
-        path = os.path.join(out_dir, "vocab.%s.txt" % side)
-        if tokens is not None:
-            with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.write("".join(token + "\n" for token in tokens))
-        elif os.path.exists(path):
-            os.remove(path)
-    if tokenizer:
-        tokenizer.write(out_dir)
+    write_model(out_dir, config, tensors,
+                {"converted_by": PROG, "source": source_name, "family": "opennmt-py"},
+                vocabs=(written["src"], written["tgt"]), tokenizer=tokenizer)
     print("%s: wrote %s (opennmt-py, %d tensors, F32, d_model %d, %d+%d layers, pre-norm, %s, %s)"
           % (PROG, out_dir, len(tensors), d, n_enc, n_dec, config["activation"],
              config["position_encoding"]), file=sys.stderr)

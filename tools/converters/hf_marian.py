@@ -7,7 +7,7 @@ are separate, optionally generation_config.json, source.spm, target.spm.
 Output: config.json (family "hf-marian"), model.safetensors (F32 unless dtype
 says otherwise; a tied or shared table written once), vocab.src.txt /
 vocab.tgt.txt in id order, and the .spm files copied with config.json's
-`tokenizer` naming them (model_files.plan_tokenizer: --source-spm /
+`tokenizer` naming them (files.plan_tokenizer: --source-spm /
 --target-spm take their place).
 
 transformers' semantics (src/transformers/models/marian/modeling_marian.py,
@@ -48,20 +48,19 @@ configuration_marian.py, tokenization_marian.py; generation/utils.py):
 Tensor names are accepted with or without the "model." prefix. lm_head.weight,
 when present and the model ties, must equal the decoder's table (else refused);
 with tie_word_embeddings false it is the generator, untied.
-Refusals raise HFMarianError (a ValueError) with one line naming the culprit.
+Refusals raise ConvertError (converters.errors) with one line naming the culprit.
 Needs numpy (torch only for pytorch_model.bin; python3-sentencepiece to check
 the SentencePiece models).
 """
 
 import json
-import sys
 import os
 import struct
 
 import numpy as np
 
-from model_files import (  # noqa: E402 (tools/ on the path)
-    carried_spm, plan_tokenizer, resolve_spm, write_safetensors, write_vocab)
+from .errors import ConvertError, note as print_note, note_unused
+from .files import carried_spm, plan_tokenizer, resolve_spm, write_model
 
 FAMILY = "hf-marian"
 LAYER_NORM_EPS = 1e-5             # nn.LayerNorm's default, as MarianEncoderLayer builds it
@@ -80,14 +79,6 @@ SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2"}
 POS_TABLE = "positional_encoding.pos_embedding"
 
 
-class HFMarianError(ValueError):
-    """A problem with the input model, as one line naming the culprit."""
-
-
-def _default_note(message):
-    print("tessera-convert: note: %s" % message, file=sys.stderr)
-
-
 # ---- reading ------------------------------------------------------------------
 
 def _load_json(path, what):
@@ -95,9 +86,9 @@ def _load_json(path, what):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except OSError as e:
-        raise HFMarianError("%s: cannot read: %s" % (path, e.strerror or e))
+        raise ConvertError("%s: cannot read: %s" % (path, e.strerror or e))
     except ValueError as e:
-        raise HFMarianError("%s: not valid JSON (%s): %s" % (what, path, str(e).splitlines()[0]))
+        raise ConvertError("%s: not valid JSON (%s): %s" % (what, path, str(e).splitlines()[0]))
 
 
 def hf_model_type(path):
@@ -118,24 +109,30 @@ def detect(path):
     return hf_model_type(path) == "marian"
 
 
+def add_options(parser):
+    """--dtype (tessera-convert --from hf-marian --help)."""
+    parser.add_argument("--dtype", choices=["f32", "f16"], default="f32",
+                        help="stored dtype of the weights (default f32)")
+
+
 def read_safetensors(path):
     """{name: float32 array} from a safetensors file (F32, F16, BF16, F64)."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
     except OSError as e:
-        raise HFMarianError("%s: cannot read: %s" % (path, e.strerror or e))
+        raise ConvertError("%s: cannot read: %s" % (path, e.strerror or e))
     if len(blob) < 8:
-        raise HFMarianError("%s: too short for a safetensors file" % path)
+        raise ConvertError("%s: too short for a safetensors file" % path)
     (n,) = struct.unpack("<Q", blob[:8])
     if n > len(blob) - 8:
-        raise HFMarianError("%s: header length %d past the end of the file" % (path, n))
+        raise ConvertError("%s: header length %d past the end of the file" % (path, n))
     try:
         header = json.loads(blob[8:8 + n].decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise HFMarianError("%s: the safetensors header is not JSON" % path)
+        raise ConvertError("%s: the safetensors header is not JSON" % path)
     if not isinstance(header, dict):
-        raise HFMarianError("%s: the safetensors header is not a JSON object" % path)
+        raise ConvertError("%s: the safetensors header is not a JSON object" % path)
     base = 8 + n
     tensors = {}
     for name, entry in header.items():
@@ -144,14 +141,14 @@ def read_safetensors(path):
         try:
             dtype, shape, (start, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
         except (KeyError, TypeError, ValueError):
-            raise HFMarianError("tensor %s: malformed safetensors entry" % name)
+            raise ConvertError("tensor %s: malformed safetensors entry" % name)
         if dtype not in SAFETENSORS_DTYPES:
-            raise HFMarianError("tensor %s: dtype %s not supported (F32, F16, BF16, F64)"
+            raise ConvertError("tensor %s: dtype %s not supported (F32, F16, BF16, F64)"
                                 % (name, dtype))
         count = int(np.prod(shape)) if shape else 1
         width = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
         if not 0 <= start <= end <= len(blob) - base or end - start != count * width:
-            raise HFMarianError("tensor %s: data offsets %r do not fit its shape or the file"
+            raise ConvertError("tensor %s: data offsets %r do not fit its shape or the file"
                                 % (name, [start, end]))
         raw = np.frombuffer(blob, dtype=SAFETENSORS_DTYPES[dtype], count=count,
                             offset=base + start)
@@ -168,7 +165,7 @@ def read_pytorch_bin(path):
     try:
         import torch
     except ImportError:
-        raise HFMarianError("%s: reading pytorch_model.bin needs torch (python3-torch); "
+        raise ConvertError("%s: reading pytorch_model.bin needs torch (python3-torch); "
                             "model.safetensors needs only numpy" % path)
     try:
         try:
@@ -176,11 +173,11 @@ def read_pytorch_bin(path):
         except TypeError:        # a torch without weights_only
             state = torch.load(path, map_location="cpu")
     except Exception as e:  # noqa: BLE001 - whatever torch raises is the user's file
-        raise HFMarianError("%s: cannot load: %s" % (path, str(e).splitlines()[0] if str(e) else e))
+        raise ConvertError("%s: cannot load: %s" % (path, str(e).splitlines()[0] if str(e) else e))
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
-        raise HFMarianError("%s: not a state dict" % path)
+        raise ConvertError("%s: not a state dict" % path)
     out = {}
     for name, value in state.items():
         if torch.is_tensor(value) and value.is_floating_point():
@@ -195,30 +192,30 @@ def read_weights(directory):
     pt = os.path.join(directory, "pytorch_model.bin")
     if os.path.isfile(pt):
         return read_pytorch_bin(pt), "pytorch_model.bin"
-    raise HFMarianError("%s: neither model.safetensors nor pytorch_model.bin" % directory)
+    raise ConvertError("%s: neither model.safetensors nor pytorch_model.bin" % directory)
 
 
 def read_vocab(path, expected, name):
     """Pieces in id order from a piece -> id JSON; ids must be 0..expected-1."""
     vocab = _load_json(path, name)
     if not isinstance(vocab, dict):
-        raise HFMarianError("%s: not a JSON object (piece -> id)" % name)
+        raise ConvertError("%s: not a JSON object (piece -> id)" % name)
     by_id = {}
     for piece, i in vocab.items():
         if isinstance(i, bool) or not isinstance(i, int):
-            raise HFMarianError("%s: the id of %r is not an integer" % (name, piece))
+            raise ConvertError("%s: the id of %r is not an integer" % (name, piece))
         if i in by_id:
-            raise HFMarianError("%s: id %d given to both %r and %r" % (name, i, by_id[i], piece))
+            raise ConvertError("%s: id %d given to both %r and %r" % (name, i, by_id[i], piece))
         if not 0 <= i < expected:
-            raise HFMarianError("%s: id %d of %r out of 0..%d (the embedding has %d rows)"
+            raise ConvertError("%s: id %d of %r out of 0..%d (the embedding has %d rows)"
                                 % (name, i, piece, expected - 1, expected))
         if piece == "" or any(c.isspace() for c in piece):
-            raise HFMarianError("%s: piece %r (id %d) is empty or holds white space, which a "
+            raise ConvertError("%s: piece %r (id %d) is empty or holds white space, which a "
                                 "vocab.*.txt line cannot" % (name, piece, i))
         by_id[i] = piece
     if len(by_id) != expected:
         missing = min(set(range(expected)) - set(by_id))
-        raise HFMarianError("%s: %d ids for an embedding of %d rows (id %d has no piece)"
+        raise ConvertError("%s: %d ids for an embedding of %d rows (id %d has no piece)"
                             % (name, len(by_id), expected, missing))
     return [by_id[i] for i in range(expected)]
 
@@ -232,38 +229,38 @@ def _get(config, key):
 def _int(config, key, low=0, high=None):
     value = _get(config, key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise HFMarianError("config.json: %s must be an integer, not %r" % (key, value))
+        raise ConvertError("config.json: %s must be an integer, not %r" % (key, value))
     if value < low or (high is not None and value > high):
-        raise HFMarianError("config.json: %s %d out of %d..%s" % (key, value, low, high))
+        raise ConvertError("config.json: %s %d out of %d..%s" % (key, value, low, high))
     return value
 
 
 def architecture(config):
     """The tessera-relevant settings of a MarianConfig dict, refusing what tessera lacks."""
     if config.get("model_type") != "marian":
-        raise HFMarianError("config.json: model_type is %r, not \"marian\""
+        raise ConvertError("config.json: model_type is %r, not \"marian\""
                             % config.get("model_type"))
     for key in ("normalize_before", "add_final_layer_norm", "normalize_embedding"):
         if config.get(key, False) is not False:
-            raise HFMarianError("config.json: %s %r: tessera converts only Marian's post-norm "
+            raise ConvertError("config.json: %s %r: tessera converts only Marian's post-norm "
                                 "layers without extra norms (%s false)"
                                 % (key, config[key], key))
     if config.get("static_position_embeddings", True) is not True:
-        raise HFMarianError("config.json: static_position_embeddings %r: learned positions "
+        raise ConvertError("config.json: static_position_embeddings %r: learned positions "
                             "are not MarianMT's" % config["static_position_embeddings"])
     if config.get("is_encoder_decoder", True) is not True:
-        raise HFMarianError("config.json: is_encoder_decoder %r: only MarianMTModel "
+        raise ConvertError("config.json: is_encoder_decoder %r: only MarianMTModel "
                             "(encoder-decoder) is converted" % config["is_encoder_decoder"])
     scale = _get(config, "scale_embedding")
     if not isinstance(scale, bool):
-        raise HFMarianError("config.json: scale_embedding must be true or false, not %r" % scale)
+        raise ConvertError("config.json: scale_embedding must be true or false, not %r" % scale)
     activation = _get(config, "activation_function")
     if activation not in ACTIVATIONS:
-        raise HFMarianError("config.json: activation_function %r not supported (swish, silu, "
+        raise ConvertError("config.json: activation_function %r not supported (swish, silu, "
                             "gelu, relu)" % (activation,))
     for key in ("share_encoder_decoder_embeddings", "tie_word_embeddings"):
         if not isinstance(_get(config, key), bool):
-            raise HFMarianError("config.json: %s must be true or false, not %r"
+            raise ConvertError("config.json: %s must be true or false, not %r"
                                 % (key, _get(config, key)))
     arch = {
         "d": _int(config, "d_model", 1),
@@ -281,25 +278,25 @@ def architecture(config):
         "eos": _int(config, "eos_token_id"),
     }
     if _int(config, "decoder_attention_heads", 1) != arch["heads"]:
-        raise HFMarianError("config.json: decoder_attention_heads %d differs from "
+        raise ConvertError("config.json: decoder_attention_heads %d differs from "
                             "encoder_attention_heads %d (tessera has one n_heads)"
                             % (config["decoder_attention_heads"], arch["heads"]))
     if _int(config, "decoder_ffn_dim", 1) != arch["ffn"]:
-        raise HFMarianError("config.json: decoder_ffn_dim %d differs from encoder_ffn_dim %d "
+        raise ConvertError("config.json: decoder_ffn_dim %d differs from encoder_ffn_dim %d "
                             "(tessera has one d_ff)" % (config["decoder_ffn_dim"], arch["ffn"]))
     if arch["d"] % arch["heads"]:
-        raise HFMarianError("config.json: d_model %d is not a multiple of "
+        raise ConvertError("config.json: d_model %d is not a multiple of "
                             "encoder_attention_heads %d" % (arch["d"], arch["heads"]))
     if arch["d"] % 2:
-        raise HFMarianError("config.json: d_model %d is odd; tessera's sinusoid_halves needs "
+        raise ConvertError("config.json: d_model %d is odd; tessera's sinusoid_halves needs "
                             "an even width" % arch["d"])
     start = config.get("decoder_start_token_id", arch["pad"])
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
-        raise HFMarianError("config.json: decoder_start_token_id must be an id, not %r" % start)
+        raise ConvertError("config.json: decoder_start_token_id must be an id, not %r" % start)
     arch["start"] = start
     decoder_vocab = config.get("decoder_vocab_size") or arch["vocab_size"]
     if isinstance(decoder_vocab, bool) or not isinstance(decoder_vocab, int) or decoder_vocab < 1:
-        raise HFMarianError("config.json: decoder_vocab_size must be a positive integer, not %r"
+        raise ConvertError("config.json: decoder_vocab_size must be a positive integer, not %r"
                             % (decoder_vocab,))
     arch["decoder_vocab_size"] = arch["vocab_size"] if arch["shared"] else decoder_vocab
     return arch
@@ -313,26 +310,26 @@ def banned_ids(config, generation, eos, note):
     ids = []
     if bad is not None:
         if not isinstance(bad, list) or not all(isinstance(s, list) for s in bad):
-            raise HFMarianError("%s: bad_words_ids must be a list of lists of ids, not %r"
+            raise ConvertError("%s: bad_words_ids must be a list of lists of ids, not %r"
                                 % (source, bad))
         for sequence in bad:
             if len(sequence) != 1:
-                raise HFMarianError("%s: bad_words_ids entry %r bans a sequence; tessera bans "
+                raise ConvertError("%s: bad_words_ids entry %r bans a sequence; tessera bans "
                                     "single ids only" % (source, sequence))
             token = sequence[0]
             if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-                raise HFMarianError("%s: bad_words_ids entry %r is not an id" % (source, sequence))
+                raise ConvertError("%s: bad_words_ids entry %r is not an id" % (source, sequence))
             if token == eos:
                 note("bad_words_ids holds eos (%d); transformers ignores that entry" % eos)
                 continue
             if token not in ids:
                 ids.append(token)
     if len(ids) > 16:
-        raise HFMarianError("%s: bad_words_ids bans %d ids; tessera bans at most 16"
+        raise ConvertError("%s: bad_words_ids bans %d ids; tessera bans at most 16"
                             % (source, len(ids)))
     renormalize = generation.get("renormalize_logits", config.get("renormalize_logits", False))
     if not isinstance(renormalize, bool):
-        raise HFMarianError("generation_config.json: renormalize_logits must be true or false, "
+        raise ConvertError("generation_config.json: renormalize_logits must be true or false, "
                             "not %r" % (renormalize,))
     return sorted(ids), ("logits" if renormalize else "log_probs")
 
@@ -359,13 +356,13 @@ class StateDict:
     def get(self, name, shape):
         key = self._key(name)
         if key is None:
-            raise HFMarianError("%s: tensor %s missing" % (self.origin, name))
+            raise ConvertError("%s: tensor %s missing" % (self.origin, name))
         value = self.tensors[key]
         if tuple(value.shape) != tuple(shape):
-            raise HFMarianError("%s: tensor %s has shape %s, expected %s"
+            raise ConvertError("%s: tensor %s has shape %s, expected %s"
                                 % (self.origin, key, list(value.shape), list(shape)))
         if not np.all(np.isfinite(value)):
-            raise HFMarianError("%s: tensor %s holds a non-finite value" % (self.origin, key))
+            raise ConvertError("%s: tensor %s holds a non-finite value" % (self.origin, key))
         self.used.add(key)
         return value
 
@@ -389,7 +386,7 @@ def position_table(t, arch, note):
     if not stored:
         return None
     if len(stored) == 2 and not np.array_equal(stored[0][1], stored[1][1]):
-        raise HFMarianError("%s: encoder.embed_positions.weight and decoder.embed_positions.weight "
+        raise ConvertError("%s: encoder.embed_positions.weight and decoder.embed_positions.weight "
                             "differ; tessera has one position table" % t.origin)
     table = stored[0][1]
     if np.max(np.abs(table - sinusoid_halves(rows, d))) <= 1e-6:
@@ -441,7 +438,7 @@ def layer_tensors(t, arch, out):
 
 
 def select_tensors(t, arch, note):
-    d, ffn = arch["d"], arch["ffn"]
+    d = arch["d"]
     vs, vt = arch["vocab_size"], arch["decoder_vocab_size"]
     out = {}
     if arch["shared"]:
@@ -450,14 +447,14 @@ def select_tensors(t, arch, note):
             for side in ("encoder", "decoder"):
                 name = "%s.embed_tokens.weight" % side
                 if t.has(name) and not np.array_equal(t.get(name, (vs, d)), table):
-                    raise HFMarianError("%s: %s differs from shared.weight although "
+                    raise ConvertError("%s: %s differs from shared.weight although "
                                         "share_encoder_decoder_embeddings is true"
                                         % (t.origin, name))
         else:
             table = t.get("encoder.embed_tokens.weight", (vs, d))
             if t.has("decoder.embed_tokens.weight") and not np.array_equal(
                     t.get("decoder.embed_tokens.weight", (vs, d)), table):
-                raise HFMarianError("%s: decoder.embed_tokens.weight differs from "
+                raise ConvertError("%s: decoder.embed_tokens.weight differs from "
                                     "encoder.embed_tokens.weight although "
                                     "share_encoder_decoder_embeddings is true" % t.origin)
         out["tgt_tok_emb.embedding.weight"] = table
@@ -469,7 +466,7 @@ def select_tensors(t, arch, note):
     if arch["tied"]:
         if t.has("lm_head.weight") and not np.array_equal(t.get("lm_head.weight", (vt, d)),
                                                           decoder_table):
-            raise HFMarianError("%s: lm_head.weight differs from the decoder's embedding although "
+            raise ConvertError("%s: lm_head.weight differs from the decoder's embedding although "
                                 "tie_word_embeddings is true" % t.origin)
     else:
         out["generator.weight"] = t.get("lm_head.weight", (vt, d))
@@ -485,7 +482,7 @@ def select_tensors(t, arch, note):
     for name in ("encoder.layernorm_embedding.weight", "decoder.layernorm_embedding.weight",
                  "encoder.layer_norm.weight", "decoder.layer_norm.weight"):
         if t.has(name):
-            raise HFMarianError("%s: tensor %s: MarianMT has no such norm and tessera would "
+            raise ConvertError("%s: tensor %s: MarianMT has no such norm and tessera would "
                                 "not apply it" % (t.origin, name))
     return out
 
@@ -494,26 +491,21 @@ def select_tensors(t, arch, note):
 
 def write_conversion(out_dir, tessera_config, selected, origin, st_dtype, pieces, tokenizer,
                      unused, note):
-    """A Hugging Face conversion's files: model.safetensors (st_dtype),
-    config.json, vocab.src.txt / vocab.tgt.txt (pieces: both sides in id
-    order), the tokenizer's models (a model_files.Tokenizer, or None); then a
-    note of the input tensors tessera does not read."""
-    os.makedirs(out_dir, exist_ok=True)
-    try:
-        write_safetensors(os.path.join(out_dir, "model.safetensors"), selected,
-                          {"format": "pt", "converted_from": origin}, st_dtype)
-    except ValueError as e:  # beyond F16's range
-        raise HFMarianError(str(e))
-    with open(os.path.join(out_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(tessera_config, f, indent=2)
-        f.write("\n")
-    write_vocab(os.path.join(out_dir, "vocab.src.txt"), pieces[0])
-    write_vocab(os.path.join(out_dir, "vocab.tgt.txt"), pieces[1])
-    if tokenizer:
-        tokenizer.write(out_dir)
-    if unused:
-        note("%d tensor(s) not used by tessera left out: %s%s"
-             % (len(unused), ", ".join(unused[:4]), ", ..." if len(unused) > 4 else ""))
+    """A Hugging Face conversion's files (files.write_model: both vocabularies in id
+    order, pieces), then a note of the input tensors tessera does not read."""
+    write_model(out_dir, tessera_config, selected, {"format": "pt", "converted_from": origin},
+                st_dtype, vocabs=pieces, tokenizer=tokenizer)
+    note_unused(note, unused, shown=4)
+
+
+def stored_dtype(input_dir, dtype):
+    """The safetensors dtype for --dtype, once input_dir is known to be a directory."""
+    st_dtype = {"f32": "F32", "f16": "F16", "bf16": "BF16"}.get(str(dtype).lower())
+    if st_dtype is None:
+        raise ConvertError("dtype %r not supported (f32, f16, bf16)" % (dtype,))
+    if not os.path.isdir(input_dir):
+        raise ConvertError("%s: not a directory" % input_dir)
+    return st_dtype
 
 
 def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_spm=None):
@@ -523,27 +515,23 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
     tensors' type, "f32" (default), "f16" or "bf16". source_spm, target_spm:
     SentencePiece models given in place of the directory's.
     """
-    note = note or _default_note
-    st_dtype = {"f32": "F32", "f16": "F16", "bf16": "BF16"}.get(str(dtype).lower())
-    if st_dtype is None:
-        raise HFMarianError("dtype %r not supported (f32, f16, bf16)" % (dtype,))
-    if not os.path.isdir(input_dir):
-        raise HFMarianError("%s: not a directory" % input_dir)
+    note = note or print_note
+    st_dtype = stored_dtype(input_dir, dtype)
     spm_files = resolve_spm((source_spm, target_spm), carried_spm(input_dir), note)
     config = _load_json(os.path.join(input_dir, "config.json"), "config.json")
     if not isinstance(config, dict):
-        raise HFMarianError("config.json: not a JSON object")
+        raise ConvertError("config.json: not a JSON object")
     arch = architecture(config)
     generation = {}
     generation_path = os.path.join(input_dir, "generation_config.json")
     if os.path.isfile(generation_path):
         generation = _load_json(generation_path, "generation_config.json")
         if not isinstance(generation, dict):
-            raise HFMarianError("generation_config.json: not a JSON object")
+            raise ConvertError("generation_config.json: not a JSON object")
     for key, ours in (("decoder_start_token_id", "start"), ("eos_token_id", "eos"),
                       ("pad_token_id", "pad")):
         if key in generation and generation[key] != arch[ours]:
-            raise HFMarianError("generation_config.json: %s %r differs from config.json's %r"
+            raise ConvertError("generation_config.json: %s %r differs from config.json's %r"
                                 % (key, generation[key], arch[ours]))
     tensors, origin = read_weights(input_dir)
     t = StateDict(tensors, origin)
@@ -560,18 +548,18 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
         note("no target_vocab.json: the target uses vocab.json")
         tgt_pieces = read_vocab(os.path.join(input_dir, "vocab.json"), vt, "vocab.json")
     else:
-        raise HFMarianError("%s: target_vocab.json missing (share_encoder_decoder_embeddings "
+        raise ConvertError("%s: target_vocab.json missing (share_encoder_decoder_embeddings "
                             "is false and the vocabulary sizes differ)" % input_dir)
 
     eos, start = arch["eos"], arch["start"]
     if eos >= vt or eos >= vs:
-        raise HFMarianError("config.json: eos_token_id %d out of the vocabularies (%d, %d)"
+        raise ConvertError("config.json: eos_token_id %d out of the vocabularies (%d, %d)"
                             % (eos, vs, vt))
     if start >= vt:
-        raise HFMarianError("config.json: decoder_start_token_id %d out of the target "
+        raise ConvertError("config.json: decoder_start_token_id %d out of the target "
                             "vocabulary (%d)" % (start, vt))
     if start == eos:
-        raise HFMarianError("config.json: decoder_start_token_id equals eos_token_id (%d); "
+        raise ConvertError("config.json: decoder_start_token_id equals eos_token_id (%d); "
                             "tessera needs them apart" % eos)
     if src_pieces[eos] != "</s>":
         note("source id %d (eos_token_id, appended to every source) is %r, not </s>"
@@ -583,18 +571,18 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
                  "<pad> (%d), which tessera uses for nothing" % (pad, src_pieces.index("<pad>")))
             pad = src_pieces.index("<pad>")
         else:
-            raise HFMarianError("config.json: pad_token_id %d out of the vocabularies (%d, %d)"
+            raise ConvertError("config.json: pad_token_id %d out of the vocabularies (%d, %d)"
                                 % (pad, vs, vt))
     unk = None
     for pieces_ in (src_pieces, tgt_pieces):
         if "<unk>" in pieces_ and pieces_.index("<unk>") < min(vs, vt):
             unk = pieces_.index("<unk>") if unk is None else unk
     if unk is None:
-        raise HFMarianError("vocab.json: no <unk> piece within both vocabularies")
+        raise ConvertError("vocab.json: no <unk> piece within both vocabularies")
     banned, mode = banned_ids(config, generation, eos, note)
     for token in banned:
         if token >= vt:
-            raise HFMarianError("bad_words_ids: id %d out of the target vocabulary (%d)"
+            raise ConvertError("bad_words_ids: id %d out of the target vocabulary (%d)"
                                 % (token, vt))
 
     tessera_config = {
@@ -625,8 +613,6 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
         "family": FAMILY,
     }
     tokenizer = plan_tokenizer(spm_files, (src_pieces, tgt_pieces))
-    if tokenizer:
-        tessera_config["tokenizer"] = tokenizer.key
     write_conversion(out_dir, tessera_config, selected, "hf-marian", st_dtype,
                      (src_pieces, tgt_pieces), tokenizer, sorted(set(tensors) - t.used), note)
     if _get(config, "forced_eos_token_id") is not None:

@@ -40,17 +40,18 @@ are NLLB's layout with codes such as en_XX, sources [src_lang] tokens </s>;
 MBartTokenizer's sources are tokens </s> [src_lang] ("suffix") and generation
 starts the decoder from the target language (target_language "start").
 
-Refusals raise HFMarianError (a ValueError) with one line naming the culprit.
+Refusals raise ConvertError (converters.errors) with one line naming the culprit.
 """
 
 import os
 
 import numpy as np
 
-from convert_hf_marian import (  # noqa: E402 (tools/ on the path)
-    HFMarianError, StateDict, _load_json, hf_model_type, layer_tensors, read_vocab, read_weights,
-    write_conversion)
-from model_files import plan_tokenizer, resolve_spm
+from .errors import ConvertError, note as print_note
+from .files import plan_tokenizer, resolve_spm
+from .hf_marian import (  # noqa: F401 (add_options: the same --dtype)
+    StateDict, _load_json, add_options, hf_model_type, layer_tensors, read_vocab, read_weights,
+    stored_dtype, write_conversion)
 
 LAYER_NORM_EPS = 1e-5
 MAX_POSITIONS_LIMIT = 65536
@@ -66,39 +67,39 @@ TOKENIZERS = {"NllbTokenizer": ("hf-nllb", "m2m_100"), "NllbTokenizerFast": ("hf
 MODEL_TYPES = ("m2m_100", "mbart")
 
 
-def _default_note(message):
-    import sys
-    print("tessera-convert: note: %s" % message, file=sys.stderr)
+def detect_m2m100(path):
+    """True for a directory whose config.json says model_type m2m_100 (M2M100, NLLB)."""
+    return hf_model_type(path) == "m2m_100"
 
 
-def detect(path):
-    """True for a directory whose config.json says model_type m2m_100 or mbart."""
-    return hf_model_type(path) in MODEL_TYPES
+def detect_mbart(path):
+    """True for a directory whose config.json says model_type mbart."""
+    return hf_model_type(path) == "mbart"
 
 
 def _int(config, key, low=0, high=None, where="config.json"):
     value = config.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise HFMarianError("%s: %s must be an integer, not %r" % (where, key, value))
+        raise ConvertError("%s: %s must be an integer, not %r" % (where, key, value))
     if value < low or (high is not None and value > high):
-        raise HFMarianError("%s: %s %d out of %d..%s" % (where, key, value, low, high))
+        raise ConvertError("%s: %s %d out of %d..%s" % (where, key, value, low, high))
     return value
 
 
 def architecture(config):
     model_type = config.get("model_type")
     if model_type not in MODEL_TYPES:
-        raise HFMarianError("config.json: model_type is %r, not \"m2m_100\" or \"mbart\""
+        raise ConvertError("config.json: model_type is %r, not \"m2m_100\" or \"mbart\""
                             % (model_type,))
     activation = config.get("activation_function", "relu" if model_type == "m2m_100" else "gelu")
     if activation not in ACTIVATIONS:
-        raise HFMarianError("config.json: activation_function %r not supported (relu, gelu, "
+        raise ConvertError("config.json: activation_function %r not supported (relu, gelu, "
                             "swish, silu)" % (activation,))
     for key in ("scale_embedding", "tie_word_embeddings"):
         if not isinstance(config.get(key, True), bool):
-            raise HFMarianError("config.json: %s must be true or false" % key)
+            raise ConvertError("config.json: %s must be true or false" % key)
     if config.get("tie_word_embeddings", True) is not True:
-        raise HFMarianError("config.json: tie_word_embeddings false: M2M100 and NLLB tie "
+        raise ConvertError("config.json: tie_word_embeddings false: M2M100 and NLLB tie "
                             "lm_head to the shared table, and tessera converts only that")
     arch = {"d": _int(config, "d_model", 1), "enc_layers": _int(config, "encoder_layers", 1),
             "dec_layers": _int(config, "decoder_layers", 1),
@@ -114,10 +115,10 @@ def architecture(config):
             "scale_embedding": config.get("scale_embedding", model_type == "m2m_100")}
     for key, ours in (("decoder_attention_heads", "heads"), ("decoder_ffn_dim", "ffn")):
         if _int(config, key, 1) != arch[ours]:
-            raise HFMarianError("config.json: %s %d differs from the encoder's %d (tessera has "
+            raise ConvertError("config.json: %s %d differs from the encoder's %d (tessera has "
                                 "one)" % (key, config[key], arch[ours]))
     if arch["d"] % arch["heads"] or arch["d"] % 2 or arch["d"] < 4:
-        raise HFMarianError("config.json: d_model %d: needs an even width of at least 4 that "
+        raise ConvertError("config.json: d_model %d: needs an even width of at least 4 that "
                             "encoder_attention_heads %d divides" % (arch["d"], arch["heads"]))
     return arch
 
@@ -125,7 +126,7 @@ def architecture(config):
 def language_codes(tokenizer):
     codes = tokenizer.get("additional_special_tokens")
     if not isinstance(codes, list) or not codes or not all(isinstance(c, str) for c in codes):
-        raise HFMarianError("tokenizer_config.json: additional_special_tokens must list the "
+        raise ConvertError("tokenizer_config.json: additional_special_tokens must list the "
                             "language codes")
     return codes
 
@@ -135,12 +136,12 @@ def vocabulary(input_dir, tokenizer, family, vocab_size, note):
     import sentencepiece as spm
     path = os.path.join(input_dir, SPM_NAME)
     if not os.path.isfile(path):
-        raise HFMarianError("%s: %s missing (the tokenizer's SentencePiece model)"
+        raise ConvertError("%s: %s missing (the tokenizer's SentencePiece model)"
                             % (input_dir, SPM_NAME))
     try:
         sp = spm.SentencePieceProcessor(model_file=path)
     except (OSError, RuntimeError) as e:
-        raise HFMarianError("%s: not a SentencePiece model (%s)" % (path, e))
+        raise ConvertError("%s: not a SentencePiece model (%s)" % (path, e))
     codes = language_codes(tokenizer)
     if family != "hf-m2m100":
         # NllbTokenizer, MBart50Tokenizer, MBartTokenizer: fairseq's four
@@ -154,19 +155,19 @@ def vocabulary(input_dir, tokenizer, family, vocab_size, note):
         # M2M100Tokenizer: vocab.json's ids, then __xx__ for each language.
         vocab = _load_json(os.path.join(input_dir, "vocab.json"), "vocab.json")
         if not isinstance(vocab, dict):
-            raise HFMarianError("vocab.json: not a JSON object (piece -> id)")
+            raise ConvertError("vocab.json: not a JSON object (piece -> id)")
         pieces = read_vocab(os.path.join(input_dir, "vocab.json"), len(vocab), "vocab.json")
         languages = []
         for i, code in enumerate(codes):
             if not (code.startswith("__") and code.endswith("__") and len(code) > 4):
-                raise HFMarianError("tokenizer_config.json: %r is not an M2M100 language token "
+                raise ConvertError("tokenizer_config.json: %r is not an M2M100 language token "
                                     "(__xx__)" % code)
             languages.append((code[2:-2], len(pieces) + i))
         pieces += codes
         pieces += ["madeupword%d" % i
                    for i in range(int(tokenizer.get("num_madeup_words", 8)))]
     if len(pieces) > vocab_size:
-        raise HFMarianError("the tokenizer has %d tokens, more than the %d rows of the "
+        raise ConvertError("the tokenizer has %d tokens, more than the %d rows of the "
                             "embedding (vocab_size)" % (len(pieces), vocab_size))
     if len(pieces) < vocab_size:
         note("%d embedding rows past the tokenizer's last token: pieces <extra_N>"
@@ -185,10 +186,10 @@ def select_tensors(t, arch):
             if table is None:
                 table = values
             elif not np.array_equal(values, table):
-                raise HFMarianError("%s: tensor %s differs from the shared table: tessera holds "
+                raise ConvertError("%s: tensor %s differs from the shared table: tessera holds "
                                     "one" % (t.origin, name))
     if table is None:
-        raise HFMarianError("%s: tensor model.shared.weight missing" % t.origin)
+        raise ConvertError("%s: tensor model.shared.weight missing" % t.origin)
     out = {"tgt_tok_emb.embedding.weight": table}
     layer_tensors(t, arch, out)
     for stack in ("encoder", "decoder"):
@@ -198,7 +199,7 @@ def select_tensors(t, arch):
         for name in ("encoder.layernorm_embedding.weight", "final_logits_bias",
                      "encoder.embed_positions.weight"):
             if t.has(name):
-                raise HFMarianError("%s: tensor %s: not M2M100's (model_type m2m_100)"
+                raise ConvertError("%s: tensor %s: not M2M100's (model_type m2m_100)"
                                     % (t.origin, name))
         return out
     rows = arch["max_positions"] + 2  # MBartLearnedPositionalEmbedding's offset
@@ -215,28 +216,24 @@ def select_tensors(t, arch):
 
 def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_spm=None):
     """Converts the M2M100 / NLLB directory input_dir into out_dir; returns tessera's config."""
-    note = note or _default_note
-    st_dtype = {"f32": "F32", "f16": "F16", "bf16": "BF16"}.get(str(dtype).lower())
-    if st_dtype is None:
-        raise HFMarianError("dtype %r not supported (f32, f16, bf16)" % (dtype,))
-    if not os.path.isdir(input_dir):
-        raise HFMarianError("%s: not a directory" % input_dir)
+    note = note or print_note
+    st_dtype = stored_dtype(input_dir, dtype)
     config = _load_json(os.path.join(input_dir, "config.json"), "config.json")
     if not isinstance(config, dict):
-        raise HFMarianError("config.json: not a JSON object")
+        raise ConvertError("config.json: not a JSON object")
     arch = architecture(config)
     tokenizer = _load_json(os.path.join(input_dir, "tokenizer_config.json"),
                            "tokenizer_config.json")
     if not isinstance(tokenizer, dict):
-        raise HFMarianError("tokenizer_config.json: not a JSON object")
+        raise ConvertError("tokenizer_config.json: not a JSON object")
     kind = tokenizer.get("tokenizer_class")
     if kind not in TOKENIZERS:
-        raise HFMarianError("tokenizer_config.json: tokenizer_class %r is not one of %s"
+        raise ConvertError("tokenizer_config.json: tokenizer_class %r is not one of %s"
                             % (kind, ", ".join(sorted({k.replace("Fast", "")
                                                        for k in TOKENIZERS}))))
     family, model_type = TOKENIZERS[kind]
     if model_type != config["model_type"]:
-        raise HFMarianError("tokenizer_config.json: tokenizer_class %s goes with model_type %s, "
+        raise ConvertError("tokenizer_config.json: tokenizer_class %s goes with model_type %s, "
                             "not %s" % (kind, model_type, config["model_type"]))
     cc25 = family == "hf-mbart-cc25"
     generation_path = os.path.join(input_dir, "generation_config.json")
@@ -244,18 +241,18 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
         generation = _load_json(generation_path, "generation_config.json")
         for key, ours in (("decoder_start_token_id", "start"), ("eos_token_id", "eos")):
             if isinstance(generation, dict) and generation.get(key, arch[ours]) != arch[ours]:
-                raise HFMarianError("generation_config.json: %s %r differs from config.json's "
+                raise ConvertError("generation_config.json: %s %r differs from config.json's "
                                     "%r" % (key, generation[key], arch[ours]))
     legacy = tokenizer.get("legacy_behaviour", False)
     if not isinstance(legacy, bool):
-        raise HFMarianError("tokenizer_config.json: legacy_behaviour must be true or false")
+        raise ConvertError("tokenizer_config.json: legacy_behaviour must be true or false")
     pieces, languages, spm_path = vocabulary(input_dir, tokenizer, family, arch["vocab"], note)
     tensors, origin = read_weights(input_dir)
     t = StateDict(tensors, origin)
     selected = select_tensors(t, arch)
     for key in ("eos", "start", "pad"):
         if arch[key] >= arch["vocab"]:
-            raise HFMarianError("config.json: the %s id %d is out of the vocabulary (%d)"
+            raise ConvertError("config.json: the %s id %d is out of the vocabulary (%d)"
                                 % (key, arch[key], arch["vocab"]))
     spm_files = resolve_spm((source_spm, target_spm), (spm_path, spm_path), note)
     tessera_config = {
@@ -275,8 +272,6 @@ def convert(input_dir, out_dir, note=None, dtype="f32", source_spm=None, target_
         "languages": dict(languages), "family": family,
     }
     tokenizer_plan = plan_tokenizer(spm_files, (pieces, pieces))
-    if tokenizer_plan:
-        tessera_config["tokenizer"] = tokenizer_plan.key
     write_conversion(out_dir, tessera_config, selected, family, st_dtype, (pieces, pieces),
                      tokenizer_plan, sorted(set(tensors) - t.used), note)
     return tessera_config
