@@ -68,6 +68,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "options (README \"Decoding options\"): the same bits. " TSR_PY_DOC_SENTENCES               \
     "Hypotheses come in the source's form (ids, pieces, text).\n"                               \
     "target_prefix: None, or one target sentence per source (any form), forced first.\n"        \
+    "    On a model that forces a target language, prefixes that start with its token\n"         \
+    "    (CTranslate2's [['fra_Latn']], pieces or ids) name target_lang, once per call.\n"       \
     "seed: sentence i of the call samples from stream (seed, i).\n"                             \
     "end_token: None, or a target id (or piece) that also ends a hypothesis.\n"                 \
     TSR_PY_DOC_LANGUAGES                                                                         \

@@ -1,4 +1,6 @@
 /* tessera.Translator: translate_batch and score_batch on a model's workers. */
+#include <string.h>
+
 #include "python/classes.h"
 
 #include "python/convert.h"
@@ -118,6 +120,68 @@ static PyObject *translation_results(const tsr_py_engine *e, tsr_py_form form, s
     return out;
 }
 
+/* The model's language whose token id is `id`, or NULL. */
+static const char *language_of_id(const tessera_model *model, int32_t id)
+{
+    for (size_t i = 0; i < tessera_model_language_count(model); i++) {
+        int32_t lang_id;
+        const char *name = tessera_model_language(model, i, &lang_id);
+        if (lang_id == id)
+            return name;
+    }
+    return NULL;
+}
+
+/* CTranslate2's way of naming a forced target language: target_prefix
+ * [["fra_Latn"], ...], the language token first in every prefix. On a model
+ * that forces one (target_language in its config), a prefix that starts with
+ * a language token gives target_lang (the same one for every sentence: a
+ * call has one target language) and loses that token, which tessera forces
+ * itself. 0, or -1 with ValueError set. */
+static int target_lang_from_prefix(const tsr_py_engine *e, tsr_py_batch *pre,
+                                   const char **target_lang)
+{
+    if (e->cfg->target_language == TESSERA_TARGET_LANGUAGE_NONE || pre->n == 0)
+        return 0;
+    const char *found = NULL;
+    size_t with = 0;
+    for (size_t i = 0; i < pre->n; i++) {
+        const char *name =
+            pre->seqs[i].len > 0 ? language_of_id(e->model, pre->seqs[i].ids[0]) : NULL;
+        if (!name)
+            continue;
+        if (found && strcmp(found, name) != 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "target_prefix: sentence %zu starts with %s, an earlier one with %s: "
+                         "one target language per call (group the sentences by language)",
+                         i, name, found);
+            return -1;
+        }
+        found = name;
+        with++;
+    }
+    if (!found)
+        return 0;
+    if (with != pre->n) {
+        PyErr_Format(PyExc_ValueError,
+                     "target_prefix: %zu of %zu prefixes start with the language %s: give it "
+                     "to every sentence, or as target_lang",
+                     with, pre->n, found);
+        return -1;
+    }
+    if (*target_lang && strcmp(*target_lang, found) != 0) {
+        PyErr_Format(PyExc_ValueError, "target_prefix starts with %s but target_lang is %s",
+                     found, *target_lang);
+        return -1;
+    }
+    *target_lang = found;
+    for (size_t i = 0; i < pre->n; i++) {
+        pre->seqs[i].ids++;
+        pre->seqs[i].len--;
+    }
+    return 0;
+}
+
 static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"source", "target_prefix", "max_batch_size", "batch_type",
@@ -163,6 +227,9 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
                      src.n);
         goto done;
     }
+    if (prefix != Py_None && pre.form != TSR_PY_TEXT &&
+        target_lang_from_prefix(e, &pre, &o.target_lang) != 0)
+        goto done;
     if (src.n == 0) {
         out = PyList_New(0);
         goto done;

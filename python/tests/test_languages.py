@@ -26,6 +26,13 @@ def multilingual(tmp_path_factory):
                   languages={"aa_Latn": 20, "bb_Latn": 21})
     with open(path, "w", encoding="utf-8") as f:
         json.dump(config, f)
+    # the target vocabulary spells the language tokens as a converted model's does
+    vocab = os.path.join(directory, "vocab.tgt.txt")
+    with open(vocab, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    lines[20:22] = ["aa_Latn", "bb_Latn"]
+    with open(vocab, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
     return directory
 
 
@@ -65,3 +72,31 @@ def test_missing_or_unknown_language_names_the_keyword(multilingual, texts):
         translator.translate_batch(texts[:1], source_lang="aa_Latn")
     with pytest.raises(ValueError, match="^source_lang 'aa' is not one of the model's 2"):
         translator.score_batch(texts[:1], texts[:1], source_lang="aa", target_lang="bb_Latn")
+
+
+def test_target_prefix_names_the_language_as_ctranslate2(multilingual, texts):
+    """target_prefix=[["bb_Latn"], ...] (CTranslate2's form, pieces or ids) is
+    target_lang="bb_Latn"; a longer prefix keeps its other tokens; prefixes that
+    disagree, or a language in only some of them, are refused."""
+    translator = tessera.Translator(multilingual, threads=1)
+    named = translator.translate_batch(texts, beam_size=2, source_lang="aa_Latn",
+                                       target_lang="bb_Latn", return_scores=True)
+    for prefix in ([["bb_Latn"]] * len(texts), [[21]] * len(texts)):
+        got = translator.translate_batch(texts, prefix, beam_size=2, source_lang="aa_Latn",
+                                         return_scores=True)
+        assert [(r.hypotheses, r.scores) for r in got] == \
+            [(r.hypotheses, r.scores) for r in named]
+    first = [r.hypotheses[0].split(" ")[0] for r in named[:3]]
+    longer = translator.translate_batch(texts[:3], [["bb_Latn", w] for w in first],
+                                        source_lang="aa_Latn")
+    want = translator.translate_batch(texts[:3], [[w] for w in first], source_lang="aa_Latn",
+                                      target_lang="bb_Latn")
+    assert [r.hypotheses for r in longer] == [r.hypotheses for r in want]
+    with pytest.raises(ValueError, match="^target_prefix: sentence 1 starts with aa_Latn, an "
+                                         "earlier one with bb_Latn"):
+        translator.translate_batch(texts[:2], [["bb_Latn"], ["aa_Latn"]], source_lang="aa_Latn")
+    with pytest.raises(ValueError, match="^target_prefix: 1 of 2 prefixes start with"):
+        translator.translate_batch(texts[:2], [["bb_Latn"], []], source_lang="aa_Latn")
+    with pytest.raises(ValueError, match="^target_prefix starts with bb_Latn but target_lang"):
+        translator.translate_batch(texts[:1], [["bb_Latn"]], source_lang="aa_Latn",
+                                   target_lang="aa_Latn")
