@@ -70,7 +70,9 @@ static void usage(FILE *f)
             "library counted it as it ran (--model, text). serial_pct= is the share of the\n"
             "time the runtime's leader spent outside work divided among the threads: run\n"
             "with --threads 1, T threads take at best serial + (100 - serial) / T percent\n"
-            "of the time (perf/README.md).\n"
+            "of the time (perf/README.md). imbalance_pct= is the share the threads spent,\n"
+            "on average, waiting at the divided loops' barriers for the slowest one: with\n"
+            "T threads, what neither more threads nor a faster kernel wins back.\n"
             "\n"
             "Options:\n"
             "  --config LIST           comma-separated built-in configurations, or all: every\n"
@@ -220,6 +222,7 @@ static void add_stats(tessera_runtime_stats *sum, const tessera_runtime_stats *o
     sum->calls += one->calls;
     sum->seconds += one->seconds;
     sum->divided_seconds += one->divided_seconds;
+    sum->waited_seconds += one->waited_seconds;
     sum->f32_flops += one->f32_flops;
     sum->i8_ops += one->i8_ops;
     sum->bytes += one->bytes;
@@ -246,10 +249,11 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
         };
         cli_bench_work_of(tessera_model_config(m), tessera_model_compute_type(m), &shape, &w);
     }
-    printf(" work=%s f32_flops=%.4g i8_ops=%.4g bytes=%.4g serial_pct=%.2f",
+    printf(" work=%s f32_flops=%.4g i8_ops=%.4g bytes=%.4g serial_pct=%.2f imbalance_pct=%.2f",
            modeled ? "modeled" : "counted", w.f32_flops, w.i8_ops, w.bytes,
            runs->seconds > 0 ? 100.0 * (runs->seconds - runs->divided_seconds) / runs->seconds
-                             : 0.0);
+                             : 0.0,
+           runs->seconds > 0 ? 100.0 * runs->waited_seconds / runs->seconds : 0.0);
     const tessera_config *c = tessera_model_config(m);
     cli_bench_bound_of b;
     cli_bench_bound(&w, cli_bench_streamed_weight_bytes(c, tessera_model_compute_type(m), kind),

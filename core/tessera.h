@@ -372,6 +372,10 @@ typedef struct tessera_runtime_stats {
      * s of Amdahl's law, and T threads take at best s + (1 - s) / T of the
      * time. */
     double divided_seconds;
+    /* Of divided_seconds, the time the team's threads waited at those loops'
+     * barriers for the slowest, on average over the threads (0 with one
+     * thread): the imbalance that serial_pct does not show. */
+    double waited_seconds;
     double f32_flops;       /* float multiplies and adds of the linear layers on
                                f32 and bf16 weights, and of attention */
     double i8_ops;          /* multiplies and adds of the linear layers on int8 weights */

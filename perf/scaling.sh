@@ -5,7 +5,7 @@
 # ones), so that both see the same background load; per case it prints the
 # median over the rounds of each variant (time, and target tokens/s for the
 # decoding cases) and their ratio (speed-up of the second over the first),
-# then the second variant's median pct_limit and serial_pct.
+# then the second variant's median pct_limit, serial_pct and imbalance_pct.
 #
 #   thread scaling (default): 1 thread against N threads (-n)
 #   kernel sets (-i A,B):     TESSERA_ISA=A against TESSERA_ISA=B, both at -n
@@ -92,7 +92,7 @@ done
 [ -z "$raw" ] || cp "$out" "$raw"
 
 # Each bench line: variant=V round=R case=NAME ... threads=T ... median_ms=MS
-# [pct_limit=P serial_pct=S]. Speed-up = the first variant's median time
+# [pct_limit=P serial_pct=S imbalance_pct=I]. Speed-up = the first variant's median time
 # over the second's.
 awk -v by="$kind" -v a="$first" -v b="$second" -f "$(dirname "$0")/bench-lines.awk" -f /dev/stdin "$out" <<'EOF'
 {
@@ -110,6 +110,8 @@ awk -v by="$kind" -v a="$first" -v b="$second" -f "$(dirname "$0")/bench-lines.a
         pct[key, v] = pct[key, v] " " field("pct_limit")
     if (field("serial_pct") != "")
         serial[key, v] = serial[key, v] " " field("serial_pct")
+    if (field("imbalance_pct") != "")
+        imbalance[key, v] = imbalance[key, v] " " field("imbalance_pct")
 }
 END {
     for (c = 1; c <= cases; c++) {
@@ -120,6 +122,7 @@ END {
         printf " speedup=%.3f", ta / tb
         if ((k, b) in pct) printf " pct_limit_%s=%.1f", b, median(pct[k, b])
         if ((k, b) in serial) printf " serial_pct_%s=%.2f", b, median(serial[k, b])
+        if ((k, b) in imbalance) printf " imbalance_pct_%s=%.2f", b, median(imbalance[k, b])
         printf "\n"
     }
 }

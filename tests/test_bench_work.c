@@ -34,6 +34,7 @@ typedef struct run {
     tessera_runtime *rt;
     tessera_tokens src[N], tgt[N];
     int32_t ids[N][SRC_LEN + TGT_LEN];
+    int threads;
 } run;
 
 static void run_open(run *r, tessera_compute_type type, int threads)
@@ -47,6 +48,7 @@ static void run_open(run *r, tessera_compute_type type, int threads)
     tessera_runtime_options ro;
     tessera_runtime_options_init(&ro);
     ro.threads = threads;
+    r->threads = threads;
     cr_assert_eq(tessera_runtime_create(&ro, &r->rt, err, sizeof err), 0, "%s", err);
     for (int i = 0; i < N; i++) {
         for (int t = 0; t < SRC_LEN + TGT_LEN; t++)
@@ -109,6 +111,14 @@ static void check_case(run *r, const char *what, const cli_bench_shape *shape)
     cr_assert_eq(st.calls, 1, "%s: %llu calls counted", what, (unsigned long long)st.calls);
     cr_expect(st.divided_seconds >= 0 && st.divided_seconds <= st.seconds,
               "%s: %g s divided of %g s", what, st.divided_seconds, st.seconds);
+    /* The barriers' waits are part of the divided time; one thread never waits. */
+    cr_expect(st.waited_seconds >= 0 && st.waited_seconds <= st.divided_seconds,
+              "%s: %g s waited of %g s divided", what, st.waited_seconds, st.divided_seconds);
+    if (r->threads == 1)
+        cr_expect_eq(st.waited_seconds, 0.0, "%s: one thread waited %g s", what,
+                     st.waited_seconds);
+    else /* the threads never reach a barrier at the same nanosecond every time */
+        cr_expect(st.waited_seconds > 0, "%s: %d threads never waited", what, r->threads);
     cli_bench_work w;
     cli_bench_work_of(tessera_model_config(r->m), tessera_model_compute_type(r->m), shape, &w);
     expect_equal(what, "f32_flops", st.f32_flops, w.f32_flops);

@@ -34,7 +34,7 @@ static void generator_logprobs(const tsr_exec *ex, const float *hidden, size_t r
         size_t count = rows - r0 < GENERATOR_ROWS ? rows - r0 : GENERATOR_ROWS;
         tsr_head_logits(ex, hidden + r0 * m->d, count, logits);
         double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long j = 0; j < (long)count; j++)
             flat[r0 + (size_t)j] =
                 tsr_head_logprob(ex, logits + (size_t)j * V, targets[r0 + (size_t)j]);

@@ -49,7 +49,7 @@ int tsr_cross_memory_build(const tsr_exec *ex, const float *memory, const tsr_pa
                       rows, 2 * d);
         /* One part: K or V of one head of one sentence (and K's transpose). */
         double began = tsr_work_begin(ex);
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 4) nowait
         for (long p = 0; p < (long)n_parts; p++) {
             size_t s = (size_t)p / (2 * H), c = ((size_t)p % (2 * H)) * dh, n = src->len[s];
             const float *from = rows + src->row0[s] * 2 * d + c;
@@ -198,7 +198,7 @@ static void self_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq 
     float *qkv = dec->qkv.p;
     tsr_op_linear(dec->ex, &w->qkv, in, d, rows, TSR_ACT_NONE, NULL, 0, qkv, 3 * d);
     double began = tsr_work_begin(dec->ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i];
         size_t slot = seqs[i].slot, past = dec->cache.len[slot];
@@ -231,7 +231,7 @@ static void align_rows(tsr_decoder *dec, const tsr_decode_seq *seqs, size_t n, c
     size_t heads = m->cfg.alignment_heads ? (size_t)m->cfg.alignment_heads : m->n_heads;
     float scale = 1.0f / sqrtf((float)m->d_head);
     double began = tsr_work_begin(dec->ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, s = seqs[i].sentence;
         size_t n_k = dec->cross->src->len[s];
@@ -256,7 +256,7 @@ static void cross_attention(tsr_decoder *dec, size_t layer, const tsr_decode_seq
     float *q = dec->qkv.p;
     tsr_op_linear(dec->ex, &w->q, in, d, rows, TSR_ACT_NONE, NULL, 0, q, d);
     double began = tsr_work_begin(dec->ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long li = 0; li < (long)n; li++) {
         size_t i = (size_t)li, row = dec->row0[i], s = seqs[i].sentence;
         size_t n_k = src->len[s], dh = m->d_head;
@@ -319,7 +319,7 @@ int tsr_decoder_forward(tsr_decoder *dec, const int32_t *tokens, const tsr_decod
 #pragma omp parallel num_threads(dec->ex->threads)
     {
         double began = tsr_work_begin(dec->ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long li = 0; li < (long)n; li++) {
             size_t i = (size_t)li, row = dec->row0[i], pos = dec->cache.len[seqs[i].slot];
             tsr_embed_tokens(m, dec->ex->ks, TSR_TARGET, tokens + row, seqs[i].n_new, pos,

@@ -88,7 +88,7 @@ int tsr_encode(const tsr_exec *ex, const tessera_tokens *src, const tsr_packing 
 #pragma omp parallel num_threads(ex->threads)
     {
         double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long s = 0; s < (long)p->n; s++)
             tsr_embed_tokens(m, ex->ks, TSR_SOURCE, src[s].ids, src[s].len, 0,
                              memory + p->row0[s] * d, d);

@@ -66,7 +66,7 @@ void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *
     count_linear(ex, w, rows);
     if ((rows <= SPLIT_COLUMNS_ROWS && units >= T) || T == 1) {
         double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long t = 0; t < (long)T; t++) {
             size_t u0 = part_begin(units, T, (size_t)t), u1 = part_begin(units, T, (size_t)t + 1);
             size_t n_end = u1 * align < w->n ? u1 * align : w->n;
@@ -76,7 +76,7 @@ void tsr_op_linear(const tsr_exec *ex, const tsr_packed_linear *w, const float *
         tsr_work_end(ex, began);
     } else {
         double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long t = 0; t < (long)T; t++) {
             size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
             if (r0 < r1)
@@ -112,7 +112,7 @@ void tsr_op_ffn(const tsr_exec *ex, const tsr_packed_linear *w1, const tsr_packe
     count_linear(ex, w1, rows);
     count_linear(ex, w2, rows);
     double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long t = 0; t < (long)T; t++) {
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
         tsr_packed_linear local1, local2;
@@ -136,7 +136,7 @@ void tsr_op_layernorm(const tsr_exec *ex, const tsr_norm *norm, float *x, const 
     const tessera_model *m = ex->m;
     size_t T = team_size(), d = m->d;
     double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (long t = 0; t < (long)T; t++) {
         size_t r0 = part_begin(rows, T, (size_t)t), r1 = part_begin(rows, T, (size_t)t + 1);
         if (r0 < r1)
@@ -225,7 +225,7 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
         decode = jobs[i].n_q == 1;
     double began = tsr_work_begin(ex);
     if (decode) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long t = 0; t < total; t++) {
             size_t next = (size_t)t + 1;
             if (next < (size_t)total)
@@ -233,7 +233,7 @@ void tsr_op_attention(const tsr_exec *ex, const tsr_attention_job *jobs, size_t 
             run_head(ex, &jobs[(size_t)t / H], (size_t)t % H, dh, scale);
         }
     } else {
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
         for (long t = 0; t < total; t++)
             run_head(ex, &jobs[(size_t)t / H], (size_t)t % H, dh, scale);
     }

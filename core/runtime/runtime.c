@@ -67,6 +67,7 @@ struct tessera_runtime {
     int bind;                 /* its threads bind to the plan's PUs */
     char bind_note[200];      /* the first refusal, if any */
     int *copy_of_thread;      /* [K], rewritten per call for the call's model */
+    double *arrived;          /* [K * TSR_WORK_STRIDE]: the call's barrier arrivals (work.h) */
     tsr_gemm_blocks blocks;
     size_t max_memory;        /* the memory budget of each call */
     tessera_runtime_stats stats; /* its calls' work, guarded by `lock` */
@@ -142,7 +143,8 @@ static int execute(tessera_runtime *rt, call *c)
     for (int t = 0; t < rt->threads; t++)
         rt->copy_of_thread[t] = tsr_model_copy_for_node(c->m, rt->plan.threads[rt->first + t].node);
     tsr_runtime_exec(rt, c->m, &table, &gemm, &ex);
-    tsr_work work = {0};
+    memset(rt->arrived, 0, (size_t)rt->threads * TSR_WORK_STRIDE * sizeof *rt->arrived);
+    tsr_work work = {.arrived = rt->arrived};
     ex.work = &work;
     double began = tsr_seconds();
     int rc = c->fn(&ex, c->arg, c->err, c->err_len);
@@ -151,6 +153,7 @@ static int execute(tessera_runtime *rt, call *c)
     rt->stats.calls++;
     rt->stats.seconds += seconds;
     rt->stats.divided_seconds += work.divided_seconds;
+    rt->stats.waited_seconds += work.waited_seconds;
     rt->stats.f32_flops += work.f32_flops;
     rt->stats.i8_ops += work.i8_ops;
     rt->stats.bytes += work.bytes;
@@ -316,6 +319,7 @@ static void release(tessera_runtime *rt)
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->call_lock);
     tsr_free(rt->copy_of_thread);
+    tsr_free(rt->arrived);
     tsr_placement_free(&rt->plan);
     tsr_free(rt);
 }
@@ -356,7 +360,10 @@ int tessera_runtime_create(const tessera_runtime_options *options, tessera_runti
     rt->bind = rt->plan.bound && rt->topo && rt->topo->this_system;
     rt->max_memory = o.max_memory ? o.max_memory : default_memory_budget(o.workers);
     rt->copy_of_thread = tsr_calloc((size_t)rt->threads, sizeof *rt->copy_of_thread);
-    if (!rt->copy_of_thread) {
+    rt->arrived = tsr_calloc((size_t)rt->threads * TSR_WORK_STRIDE, sizeof *rt->arrived);
+    if (!rt->copy_of_thread || !rt->arrived) {
+        tsr_free(rt->copy_of_thread);
+        tsr_free(rt->arrived);
         tsr_placement_free(&rt->plan);
         tsr_free(rt);
         return tsr_fail_oom(err, err_len, "out of memory for a runtime");

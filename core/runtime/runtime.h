@@ -30,9 +30,16 @@
 #include "threads/placement.h"
 #include "threads/topology.h"
 
+/* Doubles of one thread's barrier-arrival record (tsr_work.arrived): its own
+ * cache line. */
+#define TSR_WORK_STRIDE 8
+
 /* A call's counters (the brackets that fill them: core/runtime/work.h). */
 typedef struct tsr_work {
     double divided_seconds; /* thread 0's time inside divided work */
+    double waited_seconds;  /* of it, the team's mean wait at those loops' barriers */
+    double *arrived;        /* [threads * TSR_WORK_STRIDE]: each thread's arrival at the
+                               barrier (two alternating slots) and its count of them */
     double f32_flops;       /* multiplies and adds on float32 (and bf16) weights, attention */
     double i8_ops;          /* multiplies and adds on int8 weights */
     double bytes;           /* weights, keys and values read; logits written */

@@ -8,8 +8,13 @@
  *     the serial share that decides how a call scales (Amdahl);
  *   - the arithmetic of the linear layers and attention, and the bytes they
  *     must stream: weights, keys and values, logits.
- * Only thread 0 writes, so nothing is locked; with no counters (ex->work
- * NULL) each bracket costs one branch. */
+ *   - the imbalance: each divided loop ends without its barrier (nowait)
+ *     and tsr_work_end is that barrier, timed: every thread notes when it
+ *     arrives, and thread 0 adds the team's mean wait for the last one.
+ * Thread 0 writes the counters and each thread its own arrival slots (two
+ * that alternate: a thread can run at most one loop ahead of thread 0, which
+ * reads them after the barrier), so nothing is locked; with no counters
+ * (ex->work NULL) each bracket costs a branch and the barrier. */
 #ifndef TSR_CORE_RUNTIME_WORK_H
 #define TSR_CORE_RUNTIME_WORK_H
 
@@ -37,11 +42,39 @@ static inline double tsr_work_begin(const tsr_exec *ex)
     return tsr_work_counted(ex) ? tsr_seconds() : 0.0;
 }
 
-/* After it, its implicit barrier included. */
+/* After it (a `#pragma omp for ... nowait`): its barrier, timed. Every
+ * thread of the team calls it. */
 static inline void tsr_work_end(const tsr_exec *ex, double began)
 {
-    if (tsr_work_counted(ex))
-        ex->work->divided_seconds += tsr_seconds() - began;
+    tsr_work *w = ex->work;
+#ifdef _OPENMP
+    int team = omp_get_num_threads();
+    double *mine = w && w->arrived ? w->arrived + (size_t)omp_get_thread_num() * TSR_WORK_STRIDE
+                                   : NULL;
+    size_t slot = 0;
+    if (mine && team > 1) {
+        slot = 1 + ((size_t)mine[0] & 1);
+        mine[slot] = tsr_seconds();
+        mine[0] += 1;
+    }
+#pragma omp barrier
+    if (tsr_work_counted(ex)) {
+        double now = tsr_seconds();
+        w->divided_seconds += now - began;
+        if (mine && team > 1) {
+            double last = 0, sum = 0;
+            for (int t = 0; t < team; t++) {
+                double at = w->arrived[(size_t)t * TSR_WORK_STRIDE + slot];
+                last = at > last ? at : last;
+                sum += at;
+            }
+            w->waited_seconds += last - sum / team;
+        }
+    }
+#else
+    if (w)
+        w->divided_seconds += tsr_seconds() - began;
+#endif
 }
 
 /* Work of one whole op (not one thread's share), counted once. */

@@ -316,7 +316,7 @@ static void copy_caches(search *b)
 #pragma omp parallel num_threads(b->ex->threads)
     {
         double began = tsr_work_begin(b->ex);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
         for (long p = 0; p < parts; p++) {
             size_t j = (size_t)p / c->n_layers, l = (size_t)p % c->n_layers;
             tsr_kv_cache_copy_layer(c, b->copies[2 * j], b->copies[2 * j + 1], l);
@@ -363,7 +363,7 @@ static int step(search *b, char *err, size_t err_len)
     {
         tsr_head_logits(b->ex, hidden, rows, b->logits.p);
         double began = tsr_work_begin(b->ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (long lr = 0; lr < (long)rows; lr++) {
             size_t r = (size_t)lr, keep = 2 * b->N, si = b->seqs[r].sentence;
             float *lp = b->logits.p + r * b->V;

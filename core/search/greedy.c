@@ -103,7 +103,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
             tsr_head_logits(ex, hidden, active, logits->p);
             if (g->plain) {
                 double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
                 for (long li = 0; li < (long)active; li++)
                     g->next[li] = tsr_head_best(ex, logits->p + (size_t)li * V,
                                                 g->len[g->seqs[li].sentence],
@@ -111,7 +111,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
                 tsr_work_end(ex, began);
             } else {
                 double began = tsr_work_begin(ex);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
                 for (long li = 0; li < (long)active; li++)
                     g->next[li] = choose(ex, g, limit, V, g->seqs[li].sentence,
                                          logits->p + (size_t)li * V, &g->step_logprob[li],
