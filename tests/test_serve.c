@@ -99,6 +99,9 @@ Test(serve, every_endpoint, .timeout = 120)
                  128);
     cr_expect_str_eq(json_string_value(json_object_get(m, "compute_type")), "f32");
     cr_expect(json_is_true(json_object_get(m, "text")));
+    json_t *one_pair = json_pack("{s:s,s:s,s:{}}", "source", "none", "target", "none", "names");
+    cr_expect(json_equal(json_object_get(m, "languages"), one_pair), "languages: %s", r.body);
+    json_decref(one_pair);
     json_decref(m);
     http_reply_free(&r);
 
@@ -198,6 +201,16 @@ Test(serve, languages_per_request, .timeout = 120)
         {"/v1/translate", "{\"source\": [[4]], \"source_lang\": 7, \"target_lang\": \"x\"}",
          "source_lang: must be a string"},
     };
+    /* GET /v1/model lists them, as the config.json written above spells them. */
+    http_reply info = serve_call(&s, "GET", "/v1/model", NULL);
+    json_t *model = json_loads(info.body ? info.body : "", 0, NULL);
+    json_t *want_languages = json_pack("{s:s,s:s,s:{s:i,s:i}}", "source", "prefix", "target",
+                                       "forced", "names", "xx_Latn", 7, "yy_Latn", 8);
+    cr_expect(json_equal(json_object_get(model, "languages"), want_languages),
+              "GET /v1/model: %s", info.body);
+    json_decref(want_languages);
+    json_decref(model);
+    http_reply_free(&info);
     for (size_t c = 0; c < sizeof refused / sizeof refused[0]; c++) {
         http_reply r = serve_call(&s, "POST", refused[c].path, refused[c].body);
         cr_expect_eq(r.status, 400, "case %zu: %s", c, r.body);

@@ -12,7 +12,7 @@
  *
  *   POST /v1/translate, POST /v1/score   the jobs (cli/serve/request.c)
  *   GET /v1/health                       200 ready / 503 loading or stopping
- *   GET /v1/model                        config, compute type, kernel set, workers
+ *   GET /v1/model                        config, compute type, kernel set, workers, languages
  *   GET /metrics                         Prometheus text (cli/serve/metrics.c) */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -187,6 +187,27 @@ static enum MHD_Result run_job(srv_http *h, struct MHD_Connection *c, const char
     return answer(h, c, endpoint, x, 200, text, "application/json");
 }
 
+/* "languages": how the model takes them (the config's source_language and
+ * target_language) and each name with its token id, as the requests'
+ * source_lang / target_lang name them; an empty "names" for a model of one
+ * language pair. */
+static json_t *model_languages_json(const srv_http *h)
+{
+    static const char *const source[] = {"none", "prefix", "suffix"};
+    static const char *const target[] = {"none", "forced", "start"};
+    const tessera_config *cfg = h->cm->cfg;
+    json_t *names = json_object();
+    for (size_t i = 0; names && i < tessera_model_language_count(h->cm->model); i++) {
+        int32_t id;
+        const char *name = tessera_model_language(h->cm->model, i, &id);
+        if (json_object_set_new(names, name, json_integer(id)) != 0)
+            json_decref(names), names = NULL;
+    }
+    return names ? json_pack("{s:s,s:s,s:o}", "source", source[cfg->source_language], "target",
+                             target[cfg->target_language], "names", names)
+                 : NULL;
+}
+
 static char *model_json(const srv_http *h)
 {
     const tessera_config *cfg = h->cm->cfg;
@@ -209,6 +230,9 @@ static char *model_json(const srv_http *h)
         "batch_wait_ms", s->batch_wait_ms, "max_queue", s->max_queue, "max_body",
         (json_int_t)s->max_body, "max_memory",
         (json_int_t)tessera_runtime_memory_budget(h->cm->runtimes[0]));
+    json_t *languages = root ? model_languages_json(h) : NULL;
+    if (root && (!languages || json_object_set_new(root, "languages", languages) != 0))
+        json_decref(root), root = NULL;
     char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
     return text;
