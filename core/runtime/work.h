@@ -10,7 +10,8 @@
  *     must stream: weights, keys and values, logits.
  *   - the imbalance: each divided loop ends without its barrier (nowait)
  *     and tsr_work_end is that barrier, timed: every thread notes when it
- *     arrives, and thread 0 adds the team's mean wait for the last one.
+ *     arrives, and thread 0 adds the team's mean wait for the last one,
+ *     counted from the loop's start on thread 0 (so within divided_seconds).
  * Thread 0 writes the counters and each thread its own arrival slots (two
  * that alternate: a thread can run at most one loop ahead of thread 0, which
  * reads them after the barrier), so nothing is locked; with no counters
@@ -62,9 +63,13 @@ static inline void tsr_work_end(const tsr_exec *ex, double began)
         double now = tsr_seconds();
         w->divided_seconds += now - began;
         if (mine && team > 1) {
-            double last = 0, sum = 0;
+            /* A thread that ran its part while thread 0 was still outside the
+             * loop (serial work, counted as such) waits from the loop's start
+             * on thread 0, no sooner: the waits stay within the divided time. */
+            double last = began, sum = 0;
             for (int t = 0; t < team; t++) {
                 double at = w->arrived[(size_t)t * TSR_WORK_STRIDE + slot];
+                at = at > began ? at : began;
                 last = at > last ? at : last;
                 sum += at;
             }
