@@ -253,6 +253,10 @@ for family in hf-marian hf-m2m100 hf-mbart fairseq marian opennmt-py torch; do
         grep -q -- "--source-spm" "$work/help-$family.out" ||
         fail "--from $family --help: $(tail -n 1 "$work/help-$family.out")"
 done
+# A flag's value before INPUT is not taken for INPUT (detection reads INPUT).
+"$python" "$convert" --dtype f16 "$families/hf-nllb-f16/hf" "$work/flag-first" 2>"$work/flag-first.err" &&
+    cmp -s "$work/flag-first/model.safetensors" "$families/hf-nllb-f16/model.safetensors" ||
+    fail "--dtype f16 before INPUT: $(tail -n 1 "$work/flag-first.err")"
 "$python" "$convert" in out --from nllb 2>"$work/from.err"
 if [ $? -ne 1 ] || [ "$(wc -l <"$work/from.err")" -ne 1 ] || ! grep -q "from nllb: not a family" "$work/from.err"; then
     fail "--from nllb: expected one line naming it: $(cat "$work/from.err")"

@@ -61,7 +61,7 @@ def add_options(parser):
     parser.add_argument("--config", metavar="JSON",
                         help="hyperparameters: a JSON file or an inline JSON object with config.json keys")
     hyper = parser.add_argument_group("hyperparameters (override --config and the checkpoint)")
-    for key in FLAG_KEYS[:12]:
+    for key in (k for k in FLAG_KEYS if k in INT_KEYS):
         hyper.add_argument("--" + key.replace("_", "-"), dest=key, type=int, metavar="N")
     hyper.add_argument("--activation",
                        choices=["gelu", "gelu_sigmoid", "gelu_tanh", "relu", "silu"])
