@@ -228,6 +228,14 @@ static void add_stats(tessera_runtime_stats *sum, const tessera_runtime_stats *o
     sum->bytes += one->bytes;
 }
 
+/* The machine's limits for a model, and the read bandwidth at the size
+ * each kind of case streams again and again (cli_bench_bound), by
+ * cli_bench_kind. */
+typedef struct bench_limits {
+    tessera_limits machine;
+    double stream_bytes[3], stream_bytes_per_s[3];
+} bench_limits;
+
 /* The line's work: modeled from the configuration when every sentence is
  * known to run its full length (the built-in configurations, ids), else as
  * the library counted it (a real model stops at EOS; text is tokenized to
@@ -235,7 +243,7 @@ static void add_stats(tessera_runtime_stats *sum, const tessera_runtime_stats *o
  * runtime's leader spent outside work divided among its threads. */
 static void print_work(const tessera_model *m, const bench_case *bc, const bench_options *o, int n,
                        int real, const tessera_runtime_stats *runs, int repeat,
-                       const tessera_limits *limits, double median_ms)
+                       const bench_limits *limits, double median_ms)
 {
     cli_bench_work w = {runs->f32_flops / repeat, runs->i8_ops / repeat, runs->bytes / repeat};
     int modeled = !real && !bc->text;
@@ -254,12 +262,12 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
            runs->seconds > 0 ? 100.0 * (runs->seconds - runs->divided_seconds) / runs->seconds
                              : 0.0,
            runs->seconds > 0 ? 100.0 * runs->waited_seconds / runs->seconds : 0.0);
-    const tessera_config *c = tessera_model_config(m);
     cli_bench_bound_of b;
-    cli_bench_bound(&w, cli_bench_streamed_weight_bytes(c, tessera_model_compute_type(m), kind),
-                    limits, &b);
+    cli_bench_bound(&w, limits->stream_bytes[kind], limits->stream_bytes_per_s[kind],
+                    &limits->machine, &b);
     if (b.seconds > 0)
-        printf(" bound_ms=%.3f limit=%s pct_limit=%.1f\n", 1e3 * b.seconds, b.limit,
+        printf(" stream_gbps=%.1f bound_ms=%.3f limit=%s pct_limit=%.1f\n",
+               limits->stream_bytes_per_s[kind] / 1e9, 1e3 * b.seconds, b.limit,
                100.0 * 1e3 * b.seconds / median_ms);
     else
         printf(" pct_limit=none (no peak measured for int8 here)\n");
@@ -269,7 +277,7 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
  * EOS before --tgt-len, so its line says how many target tokens it produced. */
 static int run_case(tessera_runtime *rt, const tessera_model *m, const char *label, int real,
                     const bench_case *bc, const bench_options *o, const tessera_tokens *src,
-                    const tessera_tokens *tgt, const tessera_limits *limits)
+                    const tessera_tokens *tgt, const bench_limits *limits)
 {
     int n = bc->sentences ? bc->sentences : o->batch, failed = 0;
     long produced = 0;
@@ -509,20 +517,35 @@ static int bench_config_load(const char *name, const tessera_config *c, const be
 }
 
 /* The machine's limits on the runtime's threads for the model's kernel set
- * and compute type, measured once before its cases, and printed as a line
- * of their own (no case=: the scripts that read cases pass it over). */
+ * and compute type, and the read bandwidth at the sizes its cases stream,
+ * measured once before its cases, and printed as a line of their own (no
+ * case=: the scripts that read cases pass it over). */
 static int measure_limits(tessera_runtime *rt, const tessera_model *m, const char *label,
-                          tessera_limits *l)
+                          bench_limits *l)
 {
     char err[512];
-    if (tessera_runtime_limits(rt, m, l, err, sizeof err) != 0)
+    tessera_limits *machine = &l->machine;
+    if (tessera_runtime_limits(rt, m, machine, err, sizeof err) != 0)
         return cli_error("bench: %s", err);
+    const tessera_config *c = tessera_model_config(m);
+    for (int kind = CLI_BENCH_DECODE; kind <= CLI_BENCH_ENCODE; kind++) {
+        double bytes = cli_bench_streamed_weight_bytes(c, tessera_model_compute_type(m), kind);
+        l->stream_bytes[kind] = bytes;
+        if (tessera_runtime_read_bandwidth(rt, m, bytes >= 1 ? (size_t)bytes : 1,
+                                           &l->stream_bytes_per_s[kind], err, sizeof err) != 0)
+            return cli_error("bench: %s", err);
+    }
     printf("limits config=%s isa=%s compute_type=%s threads=%d f32_gflops=%.1f i8_gops=%.1f "
-           "memory_gbps=%.1f cache_gbps=%.1f cache_mib=%.1f\n",
+           "memory_gbps=%.1f cache_gbps=%.1f cache_mib=%.1f decode_stream_mib=%.1f "
+           "decode_stream_gbps=%.1f encode_stream_mib=%.1f encode_stream_gbps=%.1f\n",
            label, tessera_kernel_set(err, sizeof err),
            tessera_compute_type_name(tessera_model_compute_type(m)), tessera_runtime_threads(rt),
-           l->f32_flops_per_s / 1e9, l->i8_ops_per_s / 1e9, l->memory_bytes_per_s / 1e9,
-           l->cache_bytes_per_s / 1e9, (double)l->cache_bytes / (1 << 20));
+           machine->f32_flops_per_s / 1e9, machine->i8_ops_per_s / 1e9,
+           machine->memory_bytes_per_s / 1e9, machine->cache_bytes_per_s / 1e9,
+           (double)machine->cache_bytes / (1 << 20), l->stream_bytes[CLI_BENCH_DECODE] / (1 << 20),
+           l->stream_bytes_per_s[CLI_BENCH_DECODE] / 1e9,
+           l->stream_bytes[CLI_BENCH_ENCODE] / (1 << 20),
+           l->stream_bytes_per_s[CLI_BENCH_ENCODE] / 1e9);
     return fflush(stdout) == 0 ? 0 : cli_error("error writing standard output");
 }
 
@@ -552,7 +575,7 @@ static int bench_model(const tessera_model *m, const char *label, int real, cons
         src[i] = (tessera_tokens){s, (size_t)o->src_len};
         tgt[i] = (tessera_tokens){s + o->src_len, (size_t)o->tgt_len};
     }
-    tessera_limits limits;
+    bench_limits limits;
     if (status == 0)
         status = measure_limits(rt, m, label, &limits);
     for (size_t i = 0; status == 0 && i < sizeof cases / sizeof cases[0]; i++)

@@ -80,15 +80,18 @@ double cli_bench_streamed_weight_bytes(const tessera_config *c, tessera_compute_
                                        cli_bench_kind kind);
 
 /* The roofline bound of work w on a machine with limits l: the larger of
- * its arithmetic at the peaks (f32 and int8 added) and its bytes at the
- * bandwidth of where weight_bytes (cli_bench_streamed_weight_bytes) can
- * stream from: the cache when they fit in it, else memory. seconds 0 when a
- * peak it needs is unknown. */
+ * its arithmetic at the peaks (f32 and int8 added) and its bytes at
+ * stream_bytes_per_s, the read bandwidth measured at the size the case
+ * streams again and again (stream_bytes: cli_bench_streamed_weight_bytes).
+ * limit says where that size fits by the reported cache ("cache" or
+ * "memory"); the rate is measured, not taken from the level, so that a VM
+ * reporting its host's cache cannot put a case above its bound. seconds 0
+ * when a peak it needs is unknown. */
 typedef struct cli_bench_bound_of {
     double seconds;
     const char *limit; /* "compute", "memory" or "cache" */
 } cli_bench_bound_of;
-void cli_bench_bound(const cli_bench_work *w, double weight_bytes, const tessera_limits *l,
-                     cli_bench_bound_of *b);
+void cli_bench_bound(const cli_bench_work *w, double stream_bytes, double stream_bytes_per_s,
+                     const tessera_limits *l, cli_bench_bound_of *b);
 
 #endif

@@ -407,6 +407,17 @@ typedef struct tessera_limits {
 int tessera_runtime_limits(tessera_runtime *runtime, const tessera_model *model,
                            tessera_limits *limits, char *err, size_t err_len);
 
+/* The read bandwidth (bytes/s, all the runtime's threads) at which data of
+ * `bytes` can stream again and again, as tessera_runtime_limits measures
+ * memory and the cache: the best sweep of a buffer of that size, of its half
+ * and of its quarter (data a little larger than a cache still finds part of
+ * itself there), whatever cache sizes the machine reports (a VM may report
+ * its host's). A buffer larger than memory_bytes_per_s's is measured at that
+ * size. Errors: a NULL argument or 0 bytes (TESSERA_ERR_INPUT),
+ * memory for the buffer (TESSERA_ERR_NOMEM). */
+int tessera_runtime_read_bandwidth(tessera_runtime *runtime, const tessera_model *model,
+                                   size_t bytes, double *bytes_per_s, char *err, size_t err_len);
+
 /* ---- Process-wide defaults -------------------------------------------------
  *
  * The settings of the default runtime (the one behind tessera_translate and
