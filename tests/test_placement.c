@@ -615,6 +615,31 @@ Test(xml_two_socket, structure_and_caches)
     tsr_topology_free(topo);
 }
 
+/* Levels a topology leaves unknown are filled (the system loader's CPUID
+ * fallback) and the summary says how many; a level it knows is kept. */
+Test(xml_two_socket, unknown_caches_are_filled_and_named)
+{
+    tsr_topology *topo = synthetic("pack:1 numa:1 core:2 pu:1");
+    cr_assert_eq(topo->l1d.bytes + topo->l2.bytes + topo->l3.bytes, 0);
+    size_t known[3] = {48 * 1024, 2 * MIB, 0};
+    cr_expect_eq(tsr_topology_fill_caches(topo, known), 2);
+    cr_expect_eq(topo->l1d.bytes, 48 * 1024);
+    cr_expect_eq(topo->l2.bytes, 2 * MIB);
+    cr_expect_eq(topo->l3.bytes, 0);
+    char text[512];
+    tsr_topology_summary(topo, text, sizeof text);
+    cr_expect(strstr(text, "; L1d 48 KiB, L2 2 MiB, L3 - (2 levels from CPUID)") != NULL, "%s", text);
+    tsr_topology_free(topo);
+
+    topo = fixture("two-socket-smt.xml");
+    size_t host[3] = {32 * 1024, 4 * MIB, 480 * MIB};
+    cr_expect_eq(tsr_topology_fill_caches(topo, host), 0);
+    cr_expect_eq(topo->l3.bytes, 32 * MIB);
+    tsr_topology_summary(topo, text, sizeof text);
+    cr_expect(strstr(text, "CPUID") == NULL, "%s", text);
+    tsr_topology_free(topo);
+}
+
 Test(xml_two_socket, placements)
 {
     tsr_topology *topo = fixture("two-socket-smt.xml");

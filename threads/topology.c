@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/errors.h"
 #include "base/memory.h"
@@ -85,9 +86,42 @@ void tsr_topology_summary(const tsr_topology *topo, char *buf, size_t len)
              memory ? mem : "memory unknown", topo->n_cores, plural(topo->n_cores), topo->n_pus,
              plural(topo->n_pus), allowed, topo->l1d.bytes ? l1 : "-", topo->l2.bytes ? l2 : "-",
              topo->l3.bytes ? l3 : "-");
+    size_t used = strlen(buf);
+    if (topo->caches_from_cpuid && used < len)
+        snprintf(buf + used, len - used, " (%d level%s from CPUID)", topo->caches_from_cpuid,
+                 plural(topo->caches_from_cpuid));
+}
+
+int tsr_topology_fill_caches(tsr_topology *topo, const size_t known[3])
+{
+    tsr_topo_cache *level[3] = {&topo->l1d, &topo->l2, &topo->l3};
+    int filled = 0;
+    for (int i = 0; i < 3; i++)
+        if (level[i]->bytes == 0 && known[i] > 0) {
+            level[i]->bytes = known[i];
+            level[i]->cores_sharing = 0; /* CPUID's count is the host's, not this guest's */
+            filled++;
+        }
+    topo->caches_from_cpuid += filled;
+    return filled;
 }
 
 #ifdef HAVE_HWLOC
+
+/* What glibc's sysconf reads from CPUID (leaf 4 on Intel, 0x8000001D on
+ * AMD) for the levels hwloc found no size for. */
+static void fill_caches_from_cpuid(tsr_topology *topo)
+{
+    size_t known[3] = {0, 0, 0};
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    long v[3] = {sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE),
+                 sysconf(_SC_LEVEL3_CACHE_SIZE)};
+    for (int i = 0; i < 3; i++)
+        known[i] = v[i] > 0 ? (size_t)v[i] : 0;
+#endif
+    tsr_topology_fill_caches(topo, known);
+}
 
 static int count_of(hwloc_topology_t t, hwloc_obj_type_t type)
 {
@@ -230,6 +264,8 @@ static int extract(hwloc_topology_t t, int is_system, const char *source, tsr_to
     hwloc_bitmap_free(allowed);
     read_caches(t, topo);
     topo->this_system = hwloc_topology_is_thissystem(t);
+    if (is_system)
+        fill_caches_from_cpuid(topo);
     snprintf(topo->source, sizeof topo->source, "%s", source);
     if (topo->n_pus == 0 || tsr_topology_allowed_pus(topo) == 0) {
         tsr_topology_free(topo);
@@ -313,6 +349,9 @@ int tsr_topology_restrict(tsr_topology *topo, const char *pu_list, char *err, si
     }
     hwloc_bitmap_free(keep);
     read_caches((hwloc_topology_t)topo->hwloc, topo);
+    topo->caches_from_cpuid = 0;
+    if (topo->this_system)
+        fill_caches_from_cpuid(topo);
     return 0;
 }
 

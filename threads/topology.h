@@ -50,6 +50,7 @@ typedef struct tsr_topology {
     tsr_topo_pu *pus;       /* every PU, in logical order: siblings adjacent */
     /* Caches above the first allowed core (data/unified caches only). */
     tsr_topo_cache l1d, l2, l3;
+    int caches_from_cpuid;  /* levels tsr_topology_fill_caches filled */
     /* 1 when binding and NUMA allocation act on this machine; 0 for
      * synthetic and XML topologies, whose binding calls are refused. */
     int this_system;
@@ -81,6 +82,14 @@ int tsr_topology_load_xml(const char *path, tsr_topology **out, char *err, size_
  * when no allowed PU would remain (the topology is then unchanged). */
 int tsr_topology_restrict(tsr_topology *topo, const char *pu_list, char *err, size_t err_len);
 
+/* Fills the cache levels the topology leaves unknown (0 bytes) from
+ * known[0..2] (L1d, L2, L3 bytes of one instance; 0: unknown too); a level
+ * the topology knows is kept. Returns how many it filled, which the summary
+ * then names. The system loader does it with what the C library reads from
+ * CPUID (sysconf), for machines whose hwloc finds no cache sizes (an AMD
+ * Zen 5 guest showed "L1d -, L2 -, L3 -"). */
+int tsr_topology_fill_caches(tsr_topology *topo, const size_t known[3]);
+
 void tsr_topology_free(tsr_topology *topo);
 
 /* Counts over the arrays above. */
@@ -93,7 +102,8 @@ int tsr_topology_allowed_cores(const tsr_topology *topo);
 int tsr_topology_bind_thread(const tsr_topology *topo, int pu_os, char *err, size_t err_len);
 
 /* One line: "2 packages, 2 NUMA nodes (64.0 + 64.0 GiB), 16 cores, 32 PUs
- * (12 cores allowed); L1d 48 KiB, L2 1 MiB, L3 32 MiB". */
+ * (12 cores allowed); L1d 48 KiB, L2 1 MiB, L3 32 MiB", followed by
+ * " (2 levels from CPUID)" when tsr_topology_fill_caches filled some. */
 void tsr_topology_summary(const tsr_topology *topo, char *buf, size_t len);
 
 /* The summary of this machine's topology followed by the hwloc version, or a
