@@ -41,8 +41,10 @@ static void usage(FILE *f)
             "'tessera COMMAND --help' describes each command's options.\n"
             "Environment: TESSERA_ISA=NAME forces a kernel set ('tessera info' lists\n"
             "them and which this build and CPU can run; by default tessera takes the\n"
-            "best of those); TESSERA_NUM_THREADS sets the thread count; TESSERA_MODELS_PATH\n"
-            "(colon-separated directories) is searched for models before the installed ones.\n",
+            "best of those); TESSERA_TUNING=NAME forces the microarchitecture row the\n"
+            "kernels tune by (speed only); TESSERA_NUM_THREADS sets the thread count;\n"
+            "TESSERA_MODELS_PATH (colon-separated directories) is searched for models\n"
+            "before the installed ones.\n",
 #if defined(CLI_SERVE)
             "",
 #elif defined(TSR_CLI_WITHOUT_SERVE)

@@ -28,8 +28,23 @@ static void detect(tsr_cpu_features *f)
 #else
     f->arch = "i386";
 #endif
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        memcpy(f->vendor, &b, 4);
+        memcpy(f->vendor + 4, &d, 4);
+        memcpy(f->vendor + 8, &c, 4);
+        f->vendor[12] = '\0';
+    }
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return;
+    /* The display family adds the extended family to 15; the display model
+     * takes the extended model's 4 bits above the base for families 6 and
+     * 15 and up (Intel's and AMD's manuals agree). */
+    f->family = (a >> 8) & 0xf;
+    f->model = (a >> 4) & 0xf;
+    if (f->family == 0xf)
+        f->family += (a >> 20) & 0xff;
+    if (f->family == 0x6 || f->family >= 0xf)
+        f->model |= ((a >> 16) & 0xf) << 4;
     int osxsave = (c >> 27) & 1;
     int cpu_avx = (c >> 28) & 1, cpu_fma = (c >> 12) & 1, cpu_f16c = (c >> 29) & 1;
     if (!osxsave)

@@ -13,6 +13,11 @@ typedef struct tsr_cpu_features {
     int avxvnni; /* VEX-encoded vpdpbusd on ymm (Alder Lake, Zen 5) */
     /* AArch64 Advanced SIMD, and its ARMv8.2 dot product (sdot/udot). */
     int neon, neon_dot;
+    /* x86: CPUID's vendor ("GenuineIntel", "AuthenticAMD"; "" elsewhere) and
+     * its display family and model (base + extended), which name the
+     * microarchitecture simd/tuning.c tunes for. */
+    char vendor[13];
+    unsigned family, model;
 } tsr_cpu_features;
 
 /* The features of the running CPU, detected on first call. Thread-safe after

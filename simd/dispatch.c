@@ -12,6 +12,7 @@
 
 #include "simd/cpu.h"
 #include "simd/sets.h"
+#include "simd/tuning.h"
 
 /* Each row's table, built on first lookup under init_lock. */
 typedef struct set_state {
@@ -72,6 +73,8 @@ static void choose(void)
 {
     const char *forced = getenv("TESSERA_ISA");
     char why[200];
+    if (tsr_tuning_check(chosen_err, sizeof chosen_err) != 0)
+        return;
     if (forced && *forced) {
         chosen = tsr_kernels_lookup(forced, why, sizeof why);
         if (!chosen)

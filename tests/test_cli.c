@@ -1224,6 +1224,14 @@ Test(cli, unknown_isa)
     test_run_free(&r);
 }
 
+Test(cli, unknown_tuning)
+{
+    char *const env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_TUNING=bogus", NULL};
+    test_run r = run_env("4 5\n", env, "translate", "-m", dir, NULL);
+    expect_failure(&r, "TESSERA_TUNING=bogus", NULL, 0);
+    test_run_free(&r);
+}
+
 Test(cli, bad_placement_settings)
 {
     char *const numa_env[] = {"TESSERA_NUM_THREADS=1", "TESSERA_NUMA=bogus", NULL};

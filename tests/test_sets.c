@@ -14,6 +14,7 @@
 
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
+#include "simd/tuning.h"
 #include "tests/testutil.h"
 
 /* Whether the space-separated `list` has the word `name`. */
@@ -150,4 +151,32 @@ Test(sets, makefile_runs_every_row)
     for (size_t i = 0; i < tsr_kernel_set_count; i++)
         cr_expect(has_word(names, tsr_kernel_sets[i].name),
                   "Makefile.am's SET_TESTS lacks tests/sets/%s.set", tsr_kernel_sets[i].name);
+}
+
+/* The tuning row follows CPUID's vendor, family and model (simd/tuning.c's
+ * table), with generic for what no row knows; every row has its own name. */
+static const char *tuning_of(const char *vendor, unsigned family, unsigned model)
+{
+    tsr_cpu_features f = {0};
+    snprintf(f.vendor, sizeof f.vendor, "%s", vendor);
+    f.family = family;
+    f.model = model;
+    return tsr_tuning_for(&f)->name;
+}
+
+Test(sets, tuning_rows_follow_the_microarchitecture)
+{
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x19, 0x01), "zen3"); /* EPYC Milan */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x19, 0x21), "zen3"); /* Ryzen 5000 */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x19, 0x11), "zen4"); /* EPYC Genoa */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x19, 0x61), "zen4"); /* Ryzen 7000 */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x19, 0xa0), "zen4"); /* Bergamo */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x1a, 0x02), "zen5"); /* EPYC Turin */
+    cr_expect_str_eq(tuning_of("AuthenticAMD", 0x17, 0x31), "amd");  /* Zen 2 */
+    cr_expect_str_eq(tuning_of("GenuineIntel", 0x6, 0x8f), "intel"); /* Sapphire Rapids */
+    cr_expect_str_eq(tuning_of("", 0, 0), "generic");
+    for (size_t i = 0; i < tsr_tuning_count; i++)
+        for (size_t j = i + 1; j < tsr_tuning_count; j++)
+            cr_expect_str_neq(tsr_tunings[i].name, tsr_tunings[j].name);
+    cr_expect_str_eq(tsr_tunings[tsr_tuning_count - 1].name, "generic");
 }

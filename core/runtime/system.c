@@ -9,6 +9,7 @@
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
+#include "simd/tuning.h"
 #include "text/spm.h"
 #include "threads/topology.h"
 
@@ -41,6 +42,11 @@ int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len)
     tsr_text_add(&t, "int8 kernel: %s\n", set && set->gemm && set->gemm->i8
                                      ? set->gemm->i8->name
                                      : "the portable reference (simd/scalar/i8-linear.c)");
+    int tuning_forced;
+    const tsr_tuning *tuning = tsr_tuning_chosen(&tuning_forced);
+    tsr_text_add(&t, "tuning: %s, %s%s; CPUID %s family 0x%x model 0x%x\n", tuning->name,
+                 tuning->family, tuning_forced ? " (forced by TESSERA_TUNING)" : "",
+                 f->vendor[0] ? f->vendor : "-", f->family, f->model);
     tsr_topology_describe(line, sizeof line);
     tsr_text_add(&t, "topology: %s\n", line);
     tsr_text_add(&t, "text: %s\n",

@@ -87,7 +87,19 @@
 #define ROW_PREFETCH_BYTES_F32 6144
 #define ROW_PREFETCH_BYTES_BF16 12288
 
-/* Up to this many rows take the far L2 prefetch instead of the PREFETCH_STEPS
+/* More rows prefetch PREFETCH_STEPS ahead into L1 (T0), or, for f32
+ * panels under a tuning that says so (simd/tuning.h;
+ * tsr_avx512_prefetch_to_l2), into L2 (T1). On an Intel (a Sapphire
+ * Rapids-class guest, 1 thread, tessera-perf --clock cpu, weights from
+ * memory) T1 took 16 x 2048 x 512 from 73-76 to 82-85 GFLOP/s, 16 x 8000 x
+ * 512 from 73 to 80-81 and 8 x 2048 x 512 from 41-45 to 52 (24 to 384 steps
+ * alike; no software prefetch 63); tessera bench base f32 greedy-batch 520-530
+ * -> 476-486 ms at 1 thread, 258-280 -> 237-254 at 2 (3 alternated rounds),
+ * beam4 within noise. bf16 greedy-batch, and the int8 kernel with T1, ran
+ * alike or slower there: their weights a step (50 and 25 MB) come from L3,
+ * where T0 keeps up.
+ *
+ * Up to this many rows take the far L2 prefetch instead of the PREFETCH_STEPS
  * one (24 steps when this was measured): with few rows a step is a few
  * cycles, and 24 of them are far too short
  * for memory. 2 and 4 rows of 2048 x 512 (and 4 of 8000 x 512) gained
@@ -197,6 +209,9 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
     const size_t step_bytes = NR * (bf16 ? sizeof(uint16_t) : sizeof(float));
     const char *ahead = (const char *)b + PREFETCH_STEPS * step_bytes;
     const char *next_line = next;
+    /* f32 panels only: bf16 ones (half the bytes, more of them in L3) ran
+     * alike or slower with T1. The same every step: a predicted branch. */
+    const int to_l2 = !bf16 && tsr_avx512_prefetch_to_l2;
     __m512 acc[MR][2];
 
 #pragma GCC unroll 12
@@ -224,9 +239,15 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
                 countdown = every;
             }
         } else if (rows > ROW_PREFETCH_MAX_ROWS) {
-            _mm_prefetch(ahead, _MM_HINT_T0);
-            if (!bf16)
-                _mm_prefetch(ahead + 64, _MM_HINT_T0);
+            if (to_l2) {
+                _mm_prefetch(ahead, _MM_HINT_T1);
+                if (!bf16)
+                    _mm_prefetch(ahead + 64, _MM_HINT_T1);
+            } else {
+                _mm_prefetch(ahead, _MM_HINT_T0);
+                if (!bf16)
+                    _mm_prefetch(ahead + 64, _MM_HINT_T0);
+            }
             ahead += step_bytes;
         } else {
             const char *row_ahead = (const char *)b + p * step_bytes +

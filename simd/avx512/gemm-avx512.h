@@ -16,6 +16,11 @@
 #define TSR_AVX512_GEMM_MR 12
 #define TSR_AVX512_GEMM_NR 32
 
+/* Whether the microkernels prefetch weights ahead into L2 rather than L1:
+ * the tuning's prefetch_to_l2 (simd/tuning.h), set by the set's table init
+ * before any kernel runs, only read after. */
+extern int tsr_avx512_prefetch_to_l2;
+
 /* A tsr_gemm_ukernel_fn with MR = 12, NR = 32 (simd/avx512/f32-gemm-12x32.c). */
 void tsr_f32_gemm_ukernel_12x32__avx512(size_t k, const float *a, size_t a_rs, size_t a_cs,
                                         const float *b, float *c, size_t m, int accumulate,

@@ -9,14 +9,17 @@
 #include "simd/avx512/gemm-avx512.h"
 #include "simd/cpu.h"
 #include "simd/dispatch.h"
+#include "simd/tuning.h"
 
 /* Filled once by the table's init (dispatch.c serialises it), only read
  * after. */
 static tsr_gemm_config gemm;
+int tsr_avx512_prefetch_to_l2;
 
 void tsr_kernels_init_avx512(tsr_kernels *t)
 {
     tsr_kernels_init_scalar(t);
+    tsr_avx512_prefetch_to_l2 = tsr_tuning_chosen(NULL)->prefetch_to_l2;
 #ifdef TSR_AVX512_EMULATED
     t->name = "avx512-emulated";
 #else
