@@ -63,9 +63,10 @@ static int write_config(const tessera_config *c, const char *dir, char *err, siz
     fprintf(f,
             "{\"d_model\": %d, \"n_heads\": %d, \"d_ff\": %d, \"n_encoder_layers\": %d,\n"
             " \"n_decoder_layers\": %d, \"src_vocab_size\": %d, \"tgt_vocab_size\": %d,\n"
-            " \"max_positions\": %d}\n",
+            " \"max_positions\": %d, \"share_embeddings\": %s, \"tie_output_projection\": %s}\n",
             c->d_model, c->n_heads, c->d_ff, c->n_encoder_layers, c->n_decoder_layers,
-            c->src_vocab_size, c->tgt_vocab_size, c->max_positions);
+            c->src_vocab_size, c->tgt_vocab_size, c->max_positions,
+            c->share_embeddings ? "true" : "false", c->tie_output_projection ? "true" : "false");
     if (fclose(f) != 0)
         return snprintf(err, err_len, "%s: %s", path, strerror(errno)), -1;
     return 0;

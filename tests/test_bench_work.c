@@ -9,6 +9,7 @@
 
 #include "cli/bench.h"
 #include "core/tessera.h"
+#include "tests/testutil.h"
 
 #define N 3
 #define SRC_LEN 5
@@ -193,4 +194,28 @@ Test(bench_work, streamed_weights_by_hand)
                        step, 1e-9 * step);
     cr_expect_float_eq(cli_bench_streamed_weight_bytes(&c, TESSERA_COMPUTE_BF16, CLI_BENCH_SCORE),
                        2 * step, 1e-9 * step);
+}
+
+/* The files bench --case load writes for a built-in configuration load as
+ * that configuration: a tied one's config.json says it shares and ties (it
+ * said neither, and argos's files were refused for a missing source table). */
+Test(bench_work, written_model_files_load_as_their_configuration)
+{
+    for (int tied = 0; tied <= 1; tied++) {
+        tessera_config c = small_config();
+        c.src_vocab_size = c.tgt_vocab_size;
+        c.share_embeddings = c.tie_output_projection = tied;
+        char *dir = test_make_temp_dir(), err[512];
+        cr_assert_eq(cli_bench_write_model(&c, dir, err, sizeof err), 0, "%s", err);
+        tessera_model *m = NULL;
+        cr_assert_eq(tessera_model_load(dir, &m, err, sizeof err), 0, "tied %d: %s", tied, err);
+        const tessera_config *got = tessera_model_config(m);
+        cr_expect_eq(got->share_embeddings, tied);
+        cr_expect_eq(got->tie_output_projection, tied);
+        cr_expect_eq(got->d_model, c.d_model);
+        cr_expect_eq(got->n_decoder_layers, c.n_decoder_layers);
+        tessera_model_free(m);
+        test_remove_dir(dir);
+        free(dir);
+    }
 }
