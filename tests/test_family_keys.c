@@ -79,25 +79,50 @@ static size_t table_bytes(const tessera_config *c)
     return (size_t)c->tgt_vocab_size * (size_t)c->d_model * sizeof(float);
 }
 
+/* The rows of table `name` as int8 holds them: q x scale, q = round(w /
+ * scale) held in [-127, 127], scale = max |row| / 127 (1 for a zero row):
+ * simd/int8.h's arithmetic, written out. In int8 a tied table is held once,
+ * as the output layer's int8 rows, and embeds those (docs/model-format.md):
+ * the model that spells it out embeds these values. */
+static void as_int8_rows(mw_model *m, const char *name)
+{
+    mw_tensor *t = mw_find(m, name);
+    size_t cols = (size_t)m->config.d_model;
+    for (size_t r = 0; r < t->count / cols; r++) {
+        float *w = t->values + r * cols, amax = 0.0f;
+        for (size_t p = 0; p < cols; p++)
+            amax = fmaxf(amax, fabsf(w[p]));
+        float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+        for (size_t p = 0; p < cols; p++)
+            w[p] = nearbyintf(fminf(fmaxf(w[p] / scale, -127.0f), 127.0f)) * scale;
+    }
+}
+
+/* Resident weight bytes of the spelled and the keyed model, by compute type. */
+typedef struct resident {
+    size_t spelled[3], keyed[3];
+} resident;
+
 /* Writes `spelled` (two copies of a table) and `keyed` (the key, one copy),
- * and checks they answer the same bits in every compute type; returns the
- * f32 resident sizes. */
-static void same_answers(mw_model *spelled, mw_model *keyed, const api_inputs *in,
-                         size_t *spelled_bytes, size_t *keyed_bytes)
+ * and checks they answer the same bits in every compute type (in int8 the
+ * spelled model is `spelled_int8` when not NULL); *bytes: their resident
+ * sizes. */
+static void same_answers(mw_model *spelled, mw_model *spelled_int8, mw_model *keyed,
+                         const api_inputs *in, resident *bytes)
 {
     char *dir = test_make_temp_dir();
-    char *a = subdir(dir, "spelled"), *b = subdir(dir, "keyed");
+    char *a = subdir(dir, "spelled"), *a8 = subdir(dir, "spelled-int8"), *b = subdir(dir, "keyed");
     mw_write(spelled, a);
+    mw_write(spelled_int8 ? spelled_int8 : spelled, a8);
     mw_write(keyed, b);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        tessera_model *ma = load(a, types[t]), *mb = load(b, types[t]);
+        tessera_model *ma = load(types[t] == TESSERA_COMPUTE_INT8 ? a8 : a, types[t]);
+        tessera_model *mb = load(b, types[t]);
         char *want = answers(ma, in), *got = answers(mb, in);
         cr_assert_str_eq(got, want, "%s: the keyed model answers otherwise",
                          tessera_compute_type_name(types[t]));
-        if (types[t] == TESSERA_COMPUTE_F32) {
-            *spelled_bytes = tessera_model_weight_bytes(ma);
-            *keyed_bytes = tessera_model_weight_bytes(mb);
-        }
+        bytes->spelled[t] = tessera_model_weight_bytes(ma);
+        bytes->keyed[t] = tessera_model_weight_bytes(mb);
         free(want);
         free(got);
         tessera_model_free(ma);
@@ -105,6 +130,7 @@ static void same_answers(mw_model *spelled, mw_model *keyed, const api_inputs *i
     }
     test_remove_dir(dir);
     free(a);
+    free(a8);
     free(b);
     free(dir);
 }
@@ -114,15 +140,23 @@ Test(family_keys, tied_output_projection_is_the_table_held_once)
     api_inputs in;
     tiny_inputs(&in, 8, 1);
     mw_model *spelled = mw_model_tiny(3), *keyed = mw_model_tiny(3);
+    mw_model *spelled8 = mw_model_tiny(3);
     copy_values(spelled, "generator.weight", "tgt_tok_emb.embedding.weight");
+    copy_values(spelled8, "generator.weight", "tgt_tok_emb.embedding.weight");
+    as_int8_rows(spelled8, "tgt_tok_emb.embedding.weight");
     mw_drop(keyed, "generator.weight");
     keyed->config.tie_output_projection = 1;
-    size_t two, one;
-    same_answers(spelled, keyed, &in, &two, &one);
-    cr_expect_eq(two - one, table_bytes(&keyed->config),
-                 "f32 resident %zu untied, %zu tied: expected one table (%zu bytes) less", two,
-                 one, table_bytes(&keyed->config));
+    resident r;
+    same_answers(spelled, spelled8, keyed, &in, &r);
+    /* f32 and int8 hold the table once; bf16 keeps the floats beside its
+     * rounded rows. */
+    for (size_t t = 0; t < 3; t += 2)
+        cr_expect_eq(r.spelled[t] - r.keyed[t], table_bytes(&keyed->config),
+                     "%s resident %zu untied, %zu tied: expected one float table (%zu bytes) less",
+                     tessera_compute_type_name(types[t]), r.spelled[t], r.keyed[t],
+                     table_bytes(&keyed->config));
     mw_model_free(spelled);
+    mw_model_free(spelled8);
     mw_model_free(keyed);
 }
 
@@ -134,19 +168,28 @@ Test(family_keys, shared_embeddings_and_tied_output_are_one_table)
     mw_tiny_config(&cfg);
     cfg.src_vocab_size = cfg.tgt_vocab_size;
     mw_model *spelled = mw_model_new(&cfg, 5), *keyed = mw_model_new(&cfg, 5);
-    copy_values(spelled, "src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight");
-    copy_values(spelled, "generator.weight", "tgt_tok_emb.embedding.weight");
+    mw_model *spelled8 = mw_model_new(&cfg, 5);
+    mw_model *both[2] = {spelled, spelled8};
+    for (int i = 0; i < 2; i++) {
+        copy_values(both[i], "src_tok_emb.embedding.weight", "tgt_tok_emb.embedding.weight");
+        copy_values(both[i], "generator.weight", "tgt_tok_emb.embedding.weight");
+        memset(mw_find(both[i], "generator.bias")->values, 0, 13 * sizeof(float));
+    }
+    as_int8_rows(spelled8, "src_tok_emb.embedding.weight");
+    as_int8_rows(spelled8, "tgt_tok_emb.embedding.weight");
     mw_drop(keyed, "src_tok_emb.embedding.weight");
     mw_drop(keyed, "generator.weight");
     mw_drop(keyed, "generator.bias"); /* optional: no bias */
-    memset(mw_find(spelled, "generator.bias")->values, 0, 13 * sizeof(float));
     keyed->config.share_embeddings = 1;
     keyed->config.tie_output_projection = 1;
-    size_t three, one;
-    same_answers(spelled, keyed, &in, &three, &one);
-    cr_expect_eq(three - one, 2 * table_bytes(&cfg) + 13 * sizeof(float) /* the bias */,
-                 "f32 resident %zu spelled out, %zu keyed", three, one);
+    resident r;
+    same_answers(spelled, spelled8, keyed, &in, &r);
+    for (size_t t = 0; t < 3; t += 2)
+        cr_expect_eq(r.spelled[t] - r.keyed[t], 2 * table_bytes(&cfg) + 13 * sizeof(float),
+                     "%s resident %zu spelled out, %zu keyed: two float tables and the bias less",
+                     tessera_compute_type_name(types[t]), r.spelled[t], r.keyed[t]);
     mw_model_free(spelled);
+    mw_model_free(spelled8);
     mw_model_free(keyed);
 }
 
@@ -161,8 +204,8 @@ Test(family_keys, decoder_start_zeros_is_a_zero_start_row)
     keyed->config.decoder_start = TESSERA_START_ZEROS;
     keyed->config.position_encoding = spelled->config.position_encoding =
         TESSERA_POSITIONS_SINUSOID_HALVES;
-    size_t x, y;
-    same_answers(spelled, keyed, &in, &x, &y);
+    resident r;
+    same_answers(spelled, NULL, keyed, &in, &r);
     mw_model_free(spelled);
     mw_model_free(keyed);
 }
@@ -325,8 +368,8 @@ Test(family_keys, position_offset_reads_the_table_from_its_row)
     mw_tensor *u = mw_add(spelled, "positional_encoding.pos_embedding", 3, (size_t[]){P, 1, d});
     memcpy(u->values, t->values + off * d, P * d * sizeof(float));
     keyed->config.position_offset = (int)off;
-    size_t x, y;
-    same_answers(spelled, keyed, &in, &x, &y);
+    resident r;
+    same_answers(spelled, NULL, keyed, &in, &r);
 
     /* Computed: fairseq's sinusoid (halves, t2t frequencies) from row 2. */
     mw_drop(keyed, "positional_encoding.pos_embedding");
@@ -337,7 +380,7 @@ Test(family_keys, position_offset_reads_the_table_from_its_row)
                                                                             (d / 2.0 - 1.0));
             u->values[p * d + j] = (float)(j < d / 2 ? sin(angle) : cos(angle));
         }
-    same_answers(spelled, keyed, &in, &x, &y);
+    same_answers(spelled, NULL, keyed, &in, &r);
     mw_model_free(spelled);
     mw_model_free(keyed);
 }
@@ -481,8 +524,8 @@ Test(family_keys, start_from_eos_is_the_eos_row)
     mw_tensor *emb = mw_find(spelled, "tgt_tok_emb.embedding.weight");
     memcpy(emb->values + 2 * 8, emb->values + 3 * 8, 8 * sizeof(float)); /* bos 2 := eos 3 */
     keyed->config.bos_id = keyed->config.eos_id;
-    size_t x, y;
-    same_answers(spelled, keyed, &in, &x, &y);
+    resident r;
+    same_answers(spelled, NULL, keyed, &in, &r);
     mw_model_free(spelled);
     mw_model_free(keyed);
 }

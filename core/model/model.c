@@ -58,7 +58,6 @@ typedef struct builder {
     size_t n_jobs;        /* checking: counted; layout: queued */
     load_job *jobs;       /* layout: [n_jobs of the checking pass] */
     float *tied_table;    /* layout: the float target embedding the tied generator's job fills */
-    int tied_as_i8;       /* int8, tied: the source's int8 rows are the table (decided checking) */
     char *err;
     size_t err_len;
 } builder;
@@ -315,8 +314,8 @@ static int fetch_decoder_layer(builder *b, size_t i, tsr_decoder_layer *l)
     return fetch_norm(b, name, 0, &l->norm3);
 }
 
-/* The float target embedding beside a tied generator packed as bf16 or
- * int8: checked as a plain tensor (so an I8 table is refused by name), but
+/* The float target embedding beside a tied generator packed as bf16:
+ * checked as a plain tensor (so an I8 table is refused by name), but
  * filled by the generator's job from the one fetch of the tensor (a source
  * read in order, the random one, gives a tensor once). */
 static int tied_table(builder *b, const size_t *shape)
@@ -368,28 +367,6 @@ static int position_table(builder *b, const char *name, size_t rows, int or_none
     return 0;
 }
 
-/* Whether the source gives linear weight `name` [rows][cols] as int8 rows
- * taken as they are, every row (none holds -128): asked in the checking
- * pass, through fetch_i8 a block of rows at a time into memory of its own. */
-static int source_holds_i8(builder *b, const char *name, size_t rows, size_t cols, int *holds)
-{
-    *holds = 0;
-    if (!b->src->fetch_i8 || cols == 0)
-        return 0;
-    size_t block = cols < STAGE_VALUES ? STAGE_VALUES / cols : 1;
-    int8_t *q = tsr_alloc(block * cols, 1);
-    float *scales = tsr_alloc_floats(block);
-    int rc = q && scales ? 0 : out_of_memory(b, name);
-    for (size_t r0 = 0; rc == 0 && r0 < rows; r0 += block)
-        rc = b->src->fetch_i8(b->src->ctx, name, rows, cols, r0,
-                              rows - r0 < block ? rows - r0 : block, q, scales, b->err,
-                              b->err_len);
-    tsr_free(q);
-    tsr_free(scales);
-    *holds = rc == 0;
-    return rc < 0 ? rc : 0;
-}
-
 static int fetch_embeddings(builder *b)
 {
     tessera_model *m = b->m;
@@ -397,20 +374,19 @@ static int fetch_embeddings(builder *b)
     size_t src_shape[2] = {(size_t)m->cfg.src_vocab_size, d};
     size_t tgt_shape[2] = {(size_t)m->cfg.tgt_vocab_size, d};
     /* share_embeddings: the source reads the target's table. A tied output
-     * projection in f32 is the table itself, held once: the target rows are
-     * read from the generator's panels. So is one in int8 whose source holds
-     * the table as int8 rows (a CTranslate2 int8 file): the panels hold the
-     * file's values. Otherwise (bf16, or int8 quantized here) the panels
-     * hold other values, so the float table stays beside them. */
+     * projection is the table itself, held once, its rows read from the
+     * generator's panels: in f32 the file's values; in int8 each row
+     * dequantized (q x scale), the file's own int8 rows (a CTranslate2 int8
+     * file) or those quantized here, as CTranslate2 embeds in int8 (argos
+     * shape: 97.7 MiB of float table gone beside 24.4 MiB of int8 panels).
+     * bf16 panels hold rounded values, so its float table stays beside
+     * them: a bf16 model embeds the file's floats. */
     int tied = m->cfg.n_decoder_layers > 0 && m->cfg.tie_output_projection;
-    if (b->checking && tied && m->weight_type == TSR_WEIGHTS_INT8)
-        TSR_TRY(source_holds_i8(b, "tgt_tok_emb.embedding.weight", tgt_shape[0], d,
-                                &b->tied_as_i8));
     if (!m->cfg.share_embeddings)
         TSR_TRY(fetch_plain(b, "src_tok_emb.embedding.weight", src_shape, 2, 0, 0, &m->src_emb));
     if (m->cfg.n_decoder_layers > 0 && !m->cfg.tie_output_projection)
         TSR_TRY(fetch_plain(b, "tgt_tok_emb.embedding.weight", tgt_shape, 2, 0, 0, &m->tgt_emb));
-    if (tied && m->weight_type != TSR_WEIGHTS_F32 && !b->tied_as_i8)
+    if (tied && m->weight_type == TSR_WEIGHTS_BF16)
         TSR_TRY(tied_table(b, tgt_shape));
     /* Position p reads row p + position_offset (fairseq counts from past
      * its padding index). The decoder has a table of its own when the file
@@ -943,8 +919,7 @@ int tsr_model_build(const tessera_config *cfg, const tsr_kernels *kernels,
     m->plain = m->plain_floats < SIZE_MAX / sizeof(float)
                    ? tsr_alloc_pages(m->plain_floats * sizeof(float))
                    : NULL;
-    builder b = {.m = m, .src = src, .err = err, .err_len = err_len,
-                 .tied_as_i8 = check.tied_as_i8};
+    builder b = {.m = m, .src = src, .err = err, .err_len = err_len};
     b.jobs = tsr_calloc(check.n_jobs ? check.n_jobs : 1, sizeof *b.jobs);
     /* The layout pass reads nothing: it fails only for want of memory. */
     rc = b.jobs && m->arena && m->plain ? build_all(&b) : out_of_memory(&b, "packed weights");
