@@ -23,12 +23,36 @@ if [ -n "${TESSERA_TEST_RUNNER:-}" ]; then
 fi
 margin=110
 status=0
+# One run: the case lines of bench at this compute type and thread count,
+# and in $bad those faster than their bound (or without one).
+run_bench() {
+    out=$("$tessera" bench --config base --compute-type "$1" --threads "$2" \
+        --batch 4 --src-len 10 --tgt-len 10 --repeat 3 \
+        --case encoder,greedy,greedy-batch,beam4,score,encode-batch 2>&1)
+    rc=$?
+    bad=$(printf '%s\n' "$out" | awk -v m=$margin -v t="$1" -v n="$2" '
+        /^case=/ {
+            name = $1; pct = ""
+            for (i = 2; i <= NF; i++)
+                if ($i ~ /^pct_limit=/) pct = substr($i, 11)
+            if (pct !~ /^[0-9.]+$/)
+                print "  " t ", " n " threads, " name ": no pct_limit: " $0
+            else if (pct + 0 > m)
+                print "  " t ", " n " threads, " name ": pct_limit=" pct " above " m ": " $0
+        }')
+}
 for type in f32 bf16 int8; do
     for threads in 1 2; do
-        out=$("$tessera" bench --config base --compute-type "$type" --threads "$threads" \
-            --batch 4 --src-len 10 --tgt-len 10 --repeat 3 \
-            --case encoder,greedy,greedy-batch,beam4,score,encode-batch 2>&1)
-        rc=$?
+        run_bench "$type" "$threads"
+        # make -j2 check runs another test beside this one: a limit measured
+        # while it held a core or the memory reads low, and a case run after
+        # it finished then looks faster than its bound. Such a run is run
+        # again; a bound that is wrong is wrong twice.
+        if [ $rc -eq 0 ] && [ -n "$bad" ]; then
+            echo "again (a neighbour may have held the machine while the limits were measured):"
+            printf '%s\n' "$bad"
+            run_bench "$type" "$threads"
+        fi
         if [ $rc -ne 0 ]; then
             echo "FAIL: bench --compute-type $type --threads $threads exited $rc: $out"
             status=1
@@ -40,18 +64,6 @@ for type in f32 bf16 int8; do
             printf '%s\n' "$out"
             status=1
         fi
-        # Each case line: its name and pct_limit; a line without a
-        # figure (no peak measured) fails too: the bound must exist here.
-        bad=$(printf '%s\n' "$out" | awk -v m=$margin -v t="$type" -v n="$threads" '
-            /^case=/ {
-                name = $1; pct = ""
-                for (i = 2; i <= NF; i++)
-                    if ($i ~ /^pct_limit=/) pct = substr($i, 11)
-                if (pct !~ /^[0-9.]+$/)
-                    print "  " t ", " n " threads, " name ": no pct_limit: " $0
-                else if (pct + 0 > m)
-                    print "  " t ", " n " threads, " name ": pct_limit=" pct " above " m ": " $0
-            }')
         if [ -n "$bad" ]; then
             echo "FAIL: a case faster than its bound:"
             printf '%s\n' "$bad"

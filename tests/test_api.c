@@ -288,6 +288,8 @@ Test(api, null_arguments_are_refused)
         {11, "runtime: the result pointer is NULL"},
         {12, "compute type: the name is NULL"},
         {13, "translate: the result pointer is NULL"},
+        {14, "runtime read bandwidth: a NULL argument"},
+        {15, "runtime read bandwidth: a buffer of 0 bytes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = 0;
@@ -313,6 +315,12 @@ Test(api, null_arguments_are_refused)
         case 13: rc = tessera_translate(m, &src, 1, &to, NULL, err, sizeof err) == -1
                           ? TESSERA_ERR_INPUT : 0;
             break;
+        case 14: rc = tessera_runtime_read_bandwidth(rt, m, 1 << 20, NULL, err, sizeof err); break;
+        case 15: {
+            double rate;
+            rc = tessera_runtime_read_bandwidth(rt, m, 0, &rate, err, sizeof err);
+            break;
+        }
         }
         cr_expect_eq(rc, TESSERA_ERR_INPUT, "case %zu: status %d (%s)", i, rc, err);
         cr_expect(strstr(err, cases[i].message), "case %zu: '%s' lacks '%s'", i, err,
@@ -330,6 +338,10 @@ Test(api, null_arguments_are_refused)
     cr_expect_eq(tessera_runtime_describe(NULL, buf, sizeof buf), TESSERA_ERR_INPUT);
     /* Still usable after all that. */
     cr_expect_eq(tessera_translate_with(rt, m, &src, 1, &to, &h, err, sizeof err), 0, "%s", err);
+    double rate = 0;
+    cr_expect_eq(tessera_runtime_read_bandwidth(rt, m, 1 << 16, &rate, err, sizeof err), 0, "%s",
+                 err);
+    cr_expect(rate > 0, "a 64 KiB buffer read at %g bytes/s", rate);
     tessera_hypotheses_free(h, 1);
     tessera_runtime_free(rt);
     tessera_model_free(m);
