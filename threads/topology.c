@@ -310,6 +310,16 @@ static int load(enum topology_source kind, const char *arg, tsr_topology **out, 
 
 int tsr_topology_load_system(tsr_topology **out, char *err, size_t err_len)
 {
+#ifdef __linux__
+    /* hwloc reads Linux's topology from sysfs; without it (a chroot that
+     * mounts none) it prints "failed to find sysfs cpu topology directory"
+     * on the process's stderr, where a command's errors go. Seen first. */
+    if (access("/sys/devices/system/cpu", F_OK) != 0) {
+        *out = NULL;
+        return tsr_fail(err, err_len, "this machine: /sys/devices/system/cpu is not there (is "
+                                      "sysfs mounted?), so hwloc cannot read the topology");
+    }
+#endif
     return load(FROM_SYSTEM, NULL, out, err, err_len);
 }
 
