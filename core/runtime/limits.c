@@ -60,7 +60,7 @@ static double sweep_rate(const tsr_exec *ex, size_t bytes)
  * buffer a little larger than the last level finds none of it there (each
  * line is evicted just before it comes round again), while a decoding step,
  * reading its layers in another order each time the keys and values come
- * between, keeps part: 2-thread base f32 greedy, 100 MiB a step on an Intel
+ * between, keeps part: 1-thread base f32 greedy, 100 MiB a step on an Intel
  * whose sweep fell from 30 to 21 GB/s between 32 and 100 MiB, ran at 116 %
  * of the buffer's own rate. Data up to 4x a level's size is taken at that
  * level's rate: a bound no run beats. */

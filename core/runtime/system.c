@@ -44,9 +44,11 @@ int tessera_describe_system(char *buf, size_t len, char *err, size_t err_len)
                                      : "the portable reference (simd/scalar/i8-linear.c)");
     int tuning_forced;
     const tsr_tuning *tuning = tsr_tuning_chosen(&tuning_forced);
-    tsr_text_add(&t, "tuning: %s, %s%s; CPUID %s family 0x%x model 0x%x\n", tuning->name,
-                 tuning->family, tuning_forced ? " (forced by TESSERA_TUNING)" : "",
-                 f->vendor[0] ? f->vendor : "-", f->family, f->model);
+    tsr_text_add(&t, "tuning: %s, %s%s", tuning->name, tuning->family,
+                 tuning_forced ? " (forced by TESSERA_TUNING)" : "");
+    if (f->vendor[0]) /* x86 */
+        tsr_text_add(&t, "; CPUID %s family 0x%x model 0x%x", f->vendor, f->family, f->model);
+    tsr_text_add(&t, "\n");
     tsr_topology_describe(line, sizeof line);
     tsr_text_add(&t, "topology: %s\n", line);
     tsr_text_add(&t, "text: %s\n",
