@@ -531,6 +531,11 @@ static int measure_limits(tessera_runtime *rt, const tessera_model *m, const cha
     for (int kind = CLI_BENCH_DECODE; kind <= CLI_BENCH_ENCODE; kind++) {
         double bytes = cli_bench_streamed_weight_bytes(c, tessera_model_compute_type(m), kind);
         l->stream_bytes[kind] = bytes;
+        /* Scoring streams a decoding step's weights: measured once. */
+        if (kind > CLI_BENCH_DECODE && bytes == l->stream_bytes[CLI_BENCH_DECODE]) {
+            l->stream_bytes_per_s[kind] = l->stream_bytes_per_s[CLI_BENCH_DECODE];
+            continue;
+        }
         if (tessera_runtime_read_bandwidth(rt, m, bytes >= 1 ? (size_t)bytes : 1,
                                            &l->stream_bytes_per_s[kind], err, sizeof err) != 0)
             return cli_error("bench: %s", err);

@@ -239,10 +239,9 @@ static inline __attribute__((always_inline)) void tile(size_t k, const float *a,
                 countdown = every;
             }
         } else if (rows > ROW_PREFETCH_MAX_ROWS) {
-            if (to_l2) {
+            if (to_l2) { /* f32: two lines a step */
                 _mm_prefetch(ahead, _MM_HINT_T1);
-                if (!bf16)
-                    _mm_prefetch(ahead + 64, _MM_HINT_T1);
+                _mm_prefetch(ahead + 64, _MM_HINT_T1);
             } else {
                 _mm_prefetch(ahead, _MM_HINT_T0);
                 if (!bf16)
