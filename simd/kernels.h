@@ -216,6 +216,15 @@ typedef struct tsr_kernels {
                          const int32_t *ids, size_t count, float scale, const float *pos,
                          float *out, size_t ldo);
 
+    /* Rows ids[0..count) of a packed weight as they are held, for packing
+     * them alone (a vocabulary shortlist's rows of the output projection):
+     * f32 and bf16 weights into out [count][w->k] floats (bf16 widened
+     * exactly, so pack_linear as bf16 gives the same values back); int8 ones
+     * into q [count][w->k] and scales [count], which pack_linear_i8 takes as
+     * they are. The outputs the type does not use are not written. */
+    void (*weight_rows)(const struct tsr_kernels *ks, const tsr_packed_linear *w,
+                        const int32_t *ids, size_t count, float *out, int8_t *q, float *scales);
+
     /* Widening at load. src may be unaligned (it points into a mapped file). */
     void (*f16_to_f32)(const void *src, size_t n, float *dst);
     void (*bf16_to_f32)(const void *src, size_t n, float *dst);

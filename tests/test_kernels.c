@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/network/alignment.h"
+#include "core/network/gathered_linear.h"
 #include "simd/bf16.h"
 #include "simd/dispatch.h"
 #include "simd/gemm/gemm.h"
@@ -248,7 +249,7 @@ ParameterizedTest(set_param *p, kernels, table)
               ks->ffn_block_rows);
     cr_assert(ks->pack_bytes && ks->pack_linear && ks->linear && ks->ffn && ks->attention &&
                   ks->add_layernorm && ks->activate && ks->log_softmax && ks->logsumexp &&
-                  ks->argmax && ks->embed && ks->embed_packed && ks->f16_to_f32 &&
+                  ks->argmax && ks->embed && ks->embed_packed && ks->weight_rows && ks->f16_to_f32 &&
                   ks->bf16_to_f32,
               "[%s] table has an empty entry", set);
     cr_assert(ks->pack_bytes(ks, TSR_WEIGHTS_F32, 7, 5) >= 35 * sizeof(float),
@@ -1608,6 +1609,95 @@ ParameterizedTest(set_param *p, kernels, embed_packed)
         buffer_free(&pos);
         buffer_free(&want);
         buffer_free(&got);
+    }
+}
+
+/* A linear layer of some rows of another (a shortlist's output projection,
+ * core/network/gathered_linear.c, through weight_rows): for every weight
+ * type its packing is the bytes of packing those rows alone, and each of its
+ * output columns the bits of the source's column, on rows of the decode and
+ * the blocked paths. */
+ParameterizedTestParameters(kernels, gathered_linear)
+{
+    return each_set();
+}
+
+typedef struct gather_shape {
+    size_t n, k, count, m;
+} gather_shape;
+
+static const gather_shape gather_shapes[] = {
+    {37, 13, 5, 3}, {70, 50, 33, 17}, {129, 64, 129, 2}, {300, 33, 71, 40},
+};
+
+ParameterizedTest(set_param *p, kernels, gathered_linear)
+{
+    const tsr_kernels *ks = set_or_skip(p);
+    const char *set = tsr_kernel_sets[p->index].name;
+    static const tsr_weight_type types[] = {TSR_WEIGHTS_F32, TSR_WEIGHTS_BF16, TSR_WEIGHTS_INT8};
+    static const char *const type_names[] = {"f32", "bf16", "int8"};
+
+    for (size_t si = 0; si < sizeof gather_shapes / sizeof *gather_shapes; si++) {
+        const gather_shape *s = &gather_shapes[si];
+        ref_rng rng;
+        ref_rng_seed(&rng, 9100 + si);
+        buffer w = buffer_new(s->n, s->k, s->k, 0), x = buffer_new(s->m, s->k, s->k, 0);
+        buffer bias = buffer_new(1, s->n, s->n, 0);
+        buffer_fill(&w, &rng, -1, 1);
+        buffer_fill(&x, &rng, -1, 1);
+        buffer_fill(&bias, &rng, -0.5f, 0.5f);
+        /* Ascending ids with gaps (all of them when count == n), the last
+         * row among them; and the rows they name, copied out. */
+        int32_t *ids = malloc(s->count * sizeof *ids);
+        buffer picked = buffer_new(s->count, s->k, s->k, 0);
+        cr_assert(ids, "out of memory");
+        for (size_t i = 0; i < s->count; i++)
+            ids[i] = s->count == s->n ? (int32_t)i
+                                      : (int32_t)(i * (s->n - 1) / (s->count - 1));
+        for (size_t i = 0; i < s->count; i++)
+            memcpy(picked.p + i * s->k, w.p + (size_t)ids[i] * s->k, s->k * sizeof(float));
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+            size_t bytes = ks->pack_bytes(ks, types[t], s->n, s->k);
+            size_t alone_bytes = ks->pack_bytes(ks, types[t], s->count, s->k);
+            void *panels = alloc_aligned(bytes), *alone = alloc_aligned(alone_bytes);
+            ks->pack_linear(ks, types[t], w.p, s->n, s->k, panels);
+            ks->pack_linear(ks, types[t], picked.p, s->count, s->k, alone);
+            tsr_packed_linear src = {.n = s->n, .k = s->k, .bias = bias.p, .panels = panels,
+                                     .type = types[t]};
+            tsr_gathered_linear g;
+            cr_assert_eq(tsr_gathered_linear_pack(ks, &src, ids, s->count, &g), 0,
+                         "[%s] gathering %s rows failed", set, type_names[t]);
+            cr_assert(memcmp(g.w.panels, alone, alone_bytes) == 0,
+                      "[%s] %s n=%zu k=%zu: the gathered %zu rows' packing differs from "
+                      "packing them alone", set, type_names[t], s->n, s->k, s->count);
+            buffer full = buffer_new(s->m, s->n, s->n, 0), got = buffer_new(s->m, s->count, s->count, 0);
+            tsr_linear_args a = {.x = x.p, .ldx = x.ld, .m = s->m, .w = &src, .n_begin = 0,
+                                 .n_end = s->n, .act = TSR_ACT_NONE, .y = full.p, .ldy = full.ld};
+            ks->linear(ks, &a);
+            a.w = &g.w;
+            a.n_end = s->count;
+            a.y = got.p;
+            a.ldy = got.ld;
+            ks->linear(ks, &a);
+            for (size_t i = 0; i < s->m; i++)
+                for (size_t c = 0; c < s->count; c++)
+                    cr_assert(bits_of(got.p[i * got.ld + c]) ==
+                                  bits_of(full.p[i * full.ld + (size_t)ids[c]]),
+                              "[%s] %s m=%zu n=%zu k=%zu: gathered column %zu (row %d) of row "
+                              "%zu is %.9g, the source's %.9g", set, type_names[t], s->m, s->n,
+                              s->k, c, ids[c], i, (double)got.p[i * got.ld + c],
+                              (double)full.p[i * full.ld + (size_t)ids[c]]);
+            tsr_gathered_linear_free(&g);
+            buffer_free(&full);
+            buffer_free(&got);
+            free(panels);
+            free(alone);
+        }
+        free(ids);
+        buffer_free(&picked);
+        buffer_free(&w);
+        buffer_free(&x);
+        buffer_free(&bias);
     }
 }
 

@@ -429,6 +429,7 @@ void tsr_gemm_bind(tsr_kernels *t, const tsr_gemm_config *cfg)
     t->pack_linear = table_pack_linear;
     t->pack_linear_i8 = table_pack_linear_i8;
     t->embed_packed = tsr_gemm_embed_packed;
+    t->weight_rows = tsr_gemm_weight_rows;
     t->linear = table_linear;
     t->ffn_block_rows = cfg->ffn_block_rows;
     t->ffn = tsr_ffn_in_blocks;

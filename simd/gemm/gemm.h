@@ -243,6 +243,8 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
 void tsr_gemm_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
                            size_t count, float scale, const float *pos, float *out, size_t ldo);
+void tsr_gemm_weight_rows(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
+                          size_t count, float *out, int8_t *q, float *scales);
 
 /* The portable steps around the int8 microkernel (the config's defaults). */
 float tsr_gemm_i8_abs_max(const float *x, size_t k);
@@ -263,6 +265,9 @@ void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *
  * scale[j], p < k. */
 void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,
                      size_t j, float *out);
+/* Row j's int8 values (k of them) and its scale, as packed. */
+void tsr_gemm_i8_row_quantized(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n,
+                               size_t k, size_t j, int8_t *q, float *scale);
 void tsr_gemm_i8_linear(const tsr_gemm_config *cfg, const tsr_linear_args *a);
 
 /* The FFN entry of every set (simd/kernels.h): its two linear layers

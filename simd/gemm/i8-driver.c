@@ -238,6 +238,17 @@ void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_
         out[p] = (float)panel[p / 4 * nr * 4 + p % 4] * scale;
 }
 
+void tsr_gemm_i8_row_quantized(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n,
+                               size_t k, size_t j, int8_t *q, float *scale)
+{
+    const i8_layout l = layout_of(kernel, n, k);
+    const size_t nr = kernel->nr;
+    *scale = ((const float *)((const char *)panels + l.scales_at))[j];
+    const int8_t *panel = (const int8_t *)panels + l.panels_at + j / nr * nr * l.k4 * 4 + j % nr * 4;
+    for (size_t p = 0; p < k; p++)
+        q[p] = panel[p / 4 * nr * 4 + p % 4];
+}
+
 /* ---- Rows of x -------------------------------------------------------------------- */
 
 /* The portable steps (simd/gemm/gemm.h); a set may supply vector ones. */

@@ -96,6 +96,29 @@ void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, co
     }
 }
 
+/* Row r sits in column r % nr of panel r / nr, as embed_packed reads it. */
+void tsr_gemm_weight_rows(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
+                          size_t count, float *out, int8_t *q, float *scales)
+{
+    const size_t nr = ks->gemm->nr, k = w->k;
+    for (size_t i = 0; i < count; i++) {
+        size_t r = (size_t)ids[i];
+        if (w->type == TSR_WEIGHTS_INT8 && ks->gemm->i8) {
+            tsr_gemm_i8_row_quantized(ks->gemm->i8, w->panels, w->n, k, r, q + i * k, &scales[i]);
+        } else if (w->type == TSR_WEIGHTS_INT8) {
+            tsr_i8_row_quantized__scalar(w->panels, w->n, k, r, q + i * k, &scales[i]);
+        } else if (w->type == TSR_WEIGHTS_BF16) {
+            const uint16_t *panel = (const uint16_t *)w->panels + r / nr * nr * k + r % nr;
+            for (size_t p = 0; p < k; p++)
+                out[i * k + p] = tsr_bf16_to_f32(panel[p * nr]);
+        } else {
+            const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
+            for (size_t p = 0; p < k; p++)
+                out[i * k + p] = panel[p * nr];
+        }
+    }
+}
+
 /* One panel of exactly `rows` rows (rows <= mr); the rest of the panel's
  * rows are zero. Reading a row at a time keeps each read stream sequential;
  * the writes land in the same few lines of the panel, which sit in L1. */

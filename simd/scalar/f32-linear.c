@@ -67,6 +67,27 @@ void tsr_embed_packed__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
     }
 }
 
+/* The layout is W itself: a row is a copy (bf16 widened). */
+void tsr_weight_rows__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
+                             const int32_t *ids, size_t count, float *out, int8_t *q,
+                             float *scales)
+{
+    (void)ks;
+    const size_t k = w->k;
+    for (size_t i = 0; i < count; i++) {
+        size_t r = (size_t)ids[i];
+        if (w->type == TSR_WEIGHTS_INT8) {
+            tsr_i8_row_quantized__scalar(w->panels, w->n, k, r, q + i * k, &scales[i]);
+        } else if (w->type == TSR_WEIGHTS_BF16) {
+            const uint16_t *row = (const uint16_t *)w->panels + r * k;
+            for (size_t p = 0; p < k; p++)
+                out[i * k + p] = tsr_bf16_to_f32(row[p]);
+        } else {
+            memcpy(out + i * k, (const float *)w->panels + r * k, k * sizeof *out);
+        }
+    }
+}
+
 /* A tile: every row of a row block, TILE_COLS columns (weights_at reads
  * exactly four). */
 #define TILE_ROWS ROW_BLOCK

@@ -65,6 +65,13 @@ void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float 
         out[p] = (float)q[p] * scale;
 }
 
+void tsr_i8_row_quantized__scalar(const void *panels, size_t n, size_t k, size_t j, int8_t *q,
+                                  float *scale)
+{
+    *scale = ((const float *)panels)[j];
+    memcpy(q, (const int8_t *)((const char *)panels + scales_bytes(n)) + j * k, k);
+}
+
 static void table_pack_quantized(const tsr_kernels *ks, const int8_t *q, const float *scales,
                                  size_t n, size_t k, size_t r0, size_t rows, void *panels)
 {

@@ -40,6 +40,11 @@ void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t 
 /* Row j < n of those packed weights as floats: out[p] = (float)q[j][p] *
  * scale[j], p < k. */
 void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out);
+void tsr_i8_row_quantized__scalar(const void *panels, size_t n, size_t k, size_t j, int8_t *q,
+                                  float *scale);
+void tsr_weight_rows__scalar(const tsr_kernels *ks, const tsr_packed_linear *w,
+                             const int32_t *ids, size_t count, float *out, int8_t *q,
+                             float *scales);
 /* Sets t->pack_linear_i8 to the portable layer's (the scalar table's). */
 void tsr_i8_bind__scalar(tsr_kernels *t);
 void tsr_i8_linear__scalar(const tsr_linear_args *a);

@@ -13,6 +13,7 @@ void tsr_kernels_init_scalar(tsr_kernels *t)
     t->pack_bytes = tsr_pack_bytes__scalar;
     t->pack_linear = tsr_pack_linear__scalar;
     t->embed_packed = tsr_embed_packed__scalar;
+    t->weight_rows = tsr_weight_rows__scalar;
     tsr_i8_bind__scalar(t);
     t->linear = tsr_f32_linear__scalar;
     t->ffn_block_rows = TSR_SCALAR_FFN_BLOCK_ROWS;
