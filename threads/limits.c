@@ -195,15 +195,32 @@ static double best_chunk_of_sweep(stream_job *j, int threads)
     return best;
 }
 
-double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_stream)
+int tsr_bandwidth_buffer_init(tsr_bandwidth_buffer *b, size_t bytes, int threads)
 {
     stream_job j = {.words = bytes / sizeof(uint64_t)};
-    j.buf = tsr_alloc(j.words, sizeof(uint64_t));
+    b->bytes = 0;
+    b->words = j.buf = tsr_alloc(j.words, sizeof(uint64_t));
     if (!j.buf)
-        return -1.0;
+        return -1;
+    on_team(threads > MAX_THREADS ? MAX_THREADS : threads, stream_fill, &j);
+    b->bytes = j.words * sizeof(uint64_t);
+    return 0;
+}
+
+void tsr_bandwidth_buffer_free(tsr_bandwidth_buffer *b)
+{
+    tsr_free(b->words);
+    b->words = NULL;
+    b->bytes = 0;
+}
+
+double tsr_bandwidth_of_prefix(const tsr_bandwidth_buffer *b, size_t bytes, int threads,
+                               int rounds, double *one_stream)
+{
+    stream_job j = {.buf = b->words, .words = (bytes < b->bytes ? bytes : b->bytes) /
+                                              sizeof(uint64_t)};
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
-    on_team(threads, stream_fill, &j);
     /* Sweeps alternate between the two patterns so that both see the same
      * conditions. */
     double best_one = 0, best_many = 0;
@@ -215,8 +232,17 @@ double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_
         best_one = one > best_one ? one : best_one;
         best_many = many > best_many ? many : best_many;
     }
-    tsr_free(j.buf);
     if (one_stream)
         *one_stream = best_one;
     return best_many > best_one ? best_many : best_one;
+}
+
+double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_stream)
+{
+    tsr_bandwidth_buffer b;
+    if (tsr_bandwidth_buffer_init(&b, bytes, threads) != 0)
+        return -1.0;
+    double rate = tsr_bandwidth_of_prefix(&b, bytes, threads, rounds, one_stream);
+    tsr_bandwidth_buffer_free(&b);
+    return rate;
 }

@@ -42,4 +42,21 @@ size_t tsr_memory_stream_bytes(void);
  * again, the cache. -1 when the buffer cannot be allocated. */
 double tsr_measure_bandwidth(size_t bytes, int threads, int rounds, double *one_stream);
 
+/* One buffer for several measurements (the bench's bounds: a size, its half
+ * and its quarter): allocated and written once, its prefixes swept as
+ * tsr_measure_bandwidth sweeps a buffer of their size. Each fresh buffer
+ * costs its page faults and clearing, about 0.1 s per 512 MiB, which the
+ * prefixes do not repeat. */
+typedef struct tsr_bandwidth_buffer {
+    uint64_t *words;
+    size_t bytes;
+} tsr_bandwidth_buffer;
+
+/* 0, or -1 when the buffer cannot be allocated. */
+int tsr_bandwidth_buffer_init(tsr_bandwidth_buffer *b, size_t bytes, int threads);
+/* The rate of the first `bytes` (at most b->bytes), as tsr_measure_bandwidth. */
+double tsr_bandwidth_of_prefix(const tsr_bandwidth_buffer *b, size_t bytes, int threads,
+                               int rounds, double *one_stream);
+void tsr_bandwidth_buffer_free(tsr_bandwidth_buffer *b);
+
 #endif

@@ -22,14 +22,18 @@ static int measure(const tsr_exec *ex, void *arg, char *err, size_t err_len)
     if (i8 && i8->peak)
         out->i8_ops_per_s = tsr_measure_peak(i8->peak, ex->threads, PEAK_RUNS);
     out->cache_bytes = tsr_last_level_cache_bytes();
-    out->memory_bytes_per_s =
-        tsr_measure_bandwidth(tsr_memory_stream_bytes(), ex->threads, BANDWIDTH_ROUNDS, NULL);
-    /* A quarter of the cache, swept again and again, stays in it. */
-    if (out->cache_bytes >= ((size_t)1 << 20))
-        out->cache_bytes_per_s =
-            tsr_measure_bandwidth(out->cache_bytes / 4, ex->threads, 4 * BANDWIDTH_ROUNDS, NULL);
-    if (out->memory_bytes_per_s < 0 || out->cache_bytes_per_s < 0)
+    /* One buffer: memory's rate from the whole, the cache's from a quarter
+     * of the cache, swept again and again so that it stays there. */
+    tsr_bandwidth_buffer buf;
+    size_t stream = tsr_memory_stream_bytes();
+    if (tsr_bandwidth_buffer_init(&buf, stream, ex->threads) != 0)
         return tsr_fail_oom(err, err_len, "out of memory for the bandwidth buffer");
+    out->memory_bytes_per_s =
+        tsr_bandwidth_of_prefix(&buf, stream, ex->threads, BANDWIDTH_ROUNDS, NULL);
+    if (out->cache_bytes >= ((size_t)1 << 20))
+        out->cache_bytes_per_s = tsr_bandwidth_of_prefix(&buf, out->cache_bytes / 4, ex->threads,
+                                                         4 * BANDWIDTH_ROUNDS, NULL);
+    tsr_bandwidth_buffer_free(&buf);
     return 0;
 }
 
@@ -49,11 +53,13 @@ typedef struct read_bandwidth {
 
 /* Sweeps enough to read about 1 GiB, 4 to 16 of them: a small buffer's
  * sweep is short, and the best of many is the one no tick cut. */
-static double sweep_rate(const tsr_exec *ex, size_t bytes)
+/* Sweeps enough to read about 1 GiB, 4 to 16 of them: a small buffer's
+ * sweep is short, and the best of many is the one no tick cut. */
+static double sweep_rate(const tsr_exec *ex, const tsr_bandwidth_buffer *buf, size_t bytes)
 {
     size_t rounds = ((size_t)1 << 30) / bytes;
     rounds = rounds < 4 ? 4 : rounds > 16 ? 16 : rounds;
-    return tsr_measure_bandwidth(bytes, ex->threads, (int)rounds, NULL);
+    return tsr_bandwidth_of_prefix(buf, bytes, ex->threads, (int)rounds, NULL);
 }
 
 /* The best of the buffer, its half and its quarter. A cyclic sweep of a
@@ -69,13 +75,14 @@ static int measure_read(const tsr_exec *ex, void *arg, char *err, size_t err_len
     read_bandwidth *r = arg;
     size_t most = tsr_memory_stream_bytes(), bytes = r->bytes < most ? r->bytes : most;
     r->bytes_per_s = 0;
+    tsr_bandwidth_buffer buf; /* the half and the quarter are its prefixes */
+    if (tsr_bandwidth_buffer_init(&buf, bytes, ex->threads) != 0)
+        return tsr_fail_oom(err, err_len, "out of memory for a %zu-byte bandwidth buffer", bytes);
     for (int part = 0; part < 3 && bytes >> part > 0; part++) {
-        double rate = sweep_rate(ex, bytes >> part);
-        if (rate < 0)
-            return tsr_fail_oom(err, err_len, "out of memory for a %zu-byte bandwidth buffer",
-                                bytes);
+        double rate = sweep_rate(ex, &buf, bytes >> part);
         r->bytes_per_s = rate > r->bytes_per_s ? rate : r->bytes_per_s;
     }
+    tsr_bandwidth_buffer_free(&buf);
     return 0;
 }
 
