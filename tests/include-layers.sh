@@ -21,6 +21,7 @@ simd      simd/
 threads   threads/
 text      text/
 model     core/model/
+shortlist core/shortlist/
 runtime   core/runtime/
 network   core/network/
 search    core/search/

@@ -8,7 +8,7 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
-#include "core/shortlist/shortlist_table.h"
+#include "core/shortlist/table.h"
 
 /* The binary form's first 8 bytes (little-endian), which no text starts with. */
 #define BINARY_MAGIC 0xF11A48D5013417F5ull

@@ -6,7 +6,7 @@
 
 #include "base/errors.h"
 #include "base/memory.h"
-#include "core/shortlist/shortlist_table.h"
+#include "core/shortlist/table.h"
 
 typedef struct ids {
     int32_t *p;

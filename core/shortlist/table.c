@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "base/memory.h"
-#include "core/shortlist/shortlist_table.h"
+#include "core/shortlist/table.h"
 
 tsr_shortlist *tsr_shortlist_new(void)
 {

@@ -1,7 +1,7 @@
 /* The one form every shortlist file is read into (core/shortlist/), and
  * what the readers build it with. */
-#ifndef TSR_CORE_SHORTLIST_SHORTLIST_TABLE_H
-#define TSR_CORE_SHORTLIST_SHORTLIST_TABLE_H
+#ifndef TSR_CORE_SHORTLIST_TABLE_H
+#define TSR_CORE_SHORTLIST_TABLE_H
 
 #include "core/shortlist/shortlist.h"
 
