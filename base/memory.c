@@ -109,6 +109,24 @@ void *tsr_realloc(void *p, size_t bytes)
 #endif
 }
 
+int tsr_grow(void *array, size_t *cap, size_t need, size_t size)
+{
+    void **block = array;
+    if (need <= *cap)
+        return 0;
+    size_t want = *cap ? *cap : 16;
+    while (want < need && want <= SIZE_MAX / 2)
+        want *= 2;
+    if (want < need || want > SIZE_MAX / size)
+        return TESSERA_ERR_NOMEM;
+    void *bigger = tsr_realloc(*block, want * size);
+    if (!bigger)
+        return TESSERA_ERR_NOMEM;
+    *block = bigger;
+    *cap = want;
+    return 0;
+}
+
 char *tsr_strdup(const char *s)
 {
     size_t len = strlen(s) + 1;

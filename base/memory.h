@@ -31,6 +31,10 @@ void *tsr_malloc(size_t bytes);
 void *tsr_calloc(size_t n, size_t size);
 void *tsr_realloc(void *p, size_t bytes);
 char *tsr_strdup(const char *s);
+/* An array *(T **)array of *cap elements of `size` bytes given room for
+ * `need`: doubled (from 16) until it fits, kept on failure. 0, or
+ * TESSERA_ERR_NOMEM (also when need * size overflows). */
+int tsr_grow(void *array, size_t *cap, size_t need, size_t size);
 
 /* Large blocks that live as long as a load or a model (a weights file read
  * whole): whole pages from the kernel, aligned to 2 MiB and advised for

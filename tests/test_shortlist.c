@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/memory.h"
 #include "core/shortlist/shortlist.h"
@@ -116,6 +117,12 @@ Test(shortlist, vmap_refusals)
     cr_assert_neq(tsr_shortlist_load_vmap("/nonexistent/vmap.txt", f.src, f.tgt, &s, err,
                                           sizeof err), 0);
     cr_assert(strstr(err, "/nonexistent/vmap.txt: cannot open"), "message: %s", err);
+    /* A FIFO is refused, not waited on. */
+    char fifo[4096];
+    snprintf(fifo, sizeof fifo, "%s/fifo", f.dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert_neq(tsr_shortlist_load_vmap(fifo, f.src, f.tgt, &s, err, sizeof err), 0);
+    cr_assert(strstr(err, "not a regular file"), "message: %s", err);
     teardown(&f);
 }
 

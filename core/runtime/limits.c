@@ -53,8 +53,6 @@ typedef struct read_bandwidth {
 
 /* Sweeps enough to read about 1 GiB, 4 to 16 of them: a small buffer's
  * sweep is short, and the best of many is the one no tick cut. */
-/* Sweeps enough to read about 1 GiB, 4 to 16 of them: a small buffer's
- * sweep is short, and the best of many is the one no tick cut. */
 static double sweep_rate(const tsr_exec *ex, const tsr_bandwidth_buffer *buf, size_t bytes)
 {
     size_t rounds = ((size_t)1 << 30) / bytes;

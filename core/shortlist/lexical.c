@@ -1,12 +1,11 @@
 /* Marian's lexical shortlists, text (lex.s2t) and binary (lex.*.bin)
  * (core/shortlist/shortlist.h). */
-#include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/files.h"
 #include "base/memory.h"
 #include "core/shortlist/table.h"
 
@@ -14,6 +13,8 @@
 #define BINARY_MAGIC 0xF11A48D5013417F5ull
 /* magic, checksum, first, best, offsets' count, lists' count: uint64 each. */
 #define HEADER_WORDS 6
+/* A file this size is no shortlist: refused before it is read. */
+#define LEXICAL_FILE_MAX ((off_t)4 << 30)
 
 typedef struct pair {
     int32_t src, tgt;
@@ -78,22 +79,22 @@ static int add_lists(tsr_shortlist *s, pair *pairs, size_t n, size_t best, float
     return rc;
 }
 
-static int read_text(FILE *f, const char *path, const tessera_vocabulary *src,
+static int read_text(char *text, size_t size, const char *path, const tessera_vocabulary *src,
                      const tessera_vocabulary *tgt, int32_t src_unk, size_t best,
                      float threshold, tsr_shortlist *s, char *err, size_t err_len)
 {
-    char *line = NULL;
-    size_t room = 0, number = 0, n = 0, cap = 0;
+    size_t len, number = 0, n = 0, cap = 0;
     pair *pairs = NULL;
-    int rc = 0;
-    for (ssize_t got; rc == 0 && (got = getline(&line, &room, f)) >= 0;) {
+    int rc = 0, got;
+    char *at = text, *line;
+    while (rc == 0 && (got = tsr_shortlist_next_line(&at, text + size, &line, &len)) != 0) {
         number++;
         char *fields[4], *save = NULL;
         size_t count = 0;
-        for (char *t = strtok_r(line, " \t\r\n", &save); t && count < 4;
-             t = strtok_r(NULL, " \t\r\n", &save))
+        for (char *t = got > 0 ? strtok_r(line, " \t", &save) : NULL; t && count < 4;
+             t = strtok_r(NULL, " \t", &save))
             fields[count++] = t;
-        if (count == 0)
+        if (got > 0 && count == 0)
             continue;
         char *end = NULL;
         float prob = count == 3 ? strtof(fields[2], &end) : 0.0f;
@@ -110,23 +111,14 @@ static int read_text(FILE *f, const char *path, const tessera_vocabulary *src,
             s_id = src_unk;
         if (t_id < 0 || s_id < 0)
             continue;
-        if (n == cap) {
-            size_t bigger = cap ? 2 * cap : 1024;
-            pair *p = tsr_realloc(pairs, bigger * sizeof *p);
-            if (!p) {
-                rc = tsr_fail_oom(err, err_len, "%s: out of memory at line %zu", path, number);
-                break;
-            }
-            pairs = p;
-            cap = bigger;
+        if (tsr_grow(&pairs, &cap, n + 1, sizeof *pairs) != 0) {
+            rc = tsr_fail_oom(err, err_len, "%s: out of memory at line %zu", path, number);
+            break;
         }
         pairs[n++] = (pair){s_id, t_id, prob, number};
     }
-    if (rc == 0 && ferror(f))
-        rc = tsr_fail(err, err_len, "%s: read error: %s", path, strerror(errno));
     if (rc == 0 && add_lists(s, pairs, n, best, threshold) != 0)
         rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
-    free(line);
     tsr_free(pairs);
     return rc;
 }
@@ -170,76 +162,32 @@ static int read_binary(const unsigned char *b, size_t size, const char *path,
         return tsr_fail(err, err_len, "%s: the binary shortlist's checksum does not match: the "
                         "file is damaged", path);
     const unsigned char *offsets = b + HEADER_WORDS * 8, *lists = offsets + n_offsets * 8;
-    int32_t *targets = NULL;
-    size_t cap = 0;
+    int32_t *targets = tsr_malloc((n_lists ? n_lists : 1) * sizeof *targets);
+    if (!targets)
+        return tsr_fail_oom(err, err_len, "%s: out of memory", path);
     int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < n_lists; i++) {
+        const unsigned char *p = lists + 4 * i;
+        uint32_t id = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                      (uint32_t)p[3] << 24;
+        if (id >= tgt_size)
+            rc = tsr_fail(err, err_len, "%s: target id %u is outside the target vocabulary of %zu",
+                          path, id, tgt_size);
+        targets[i] = (int32_t)id;
+    }
     for (size_t w = 0; rc == 0 && w < src_size; w++) {
         uint64_t at = le64(offsets + 8 * w), end = le64(offsets + 8 * (w + 1));
-        if (at > end || end > n_lists) {
+        int32_t word = (int32_t)w;
+        if (at > end || end > n_lists)
             rc = tsr_fail(err, err_len, "%s: source word %zu's list [%llu, %llu) lies outside "
                           "the %llu listed ids", path, w, (unsigned long long)at,
                           (unsigned long long)end, (unsigned long long)n_lists);
-            break;
-        }
-        if (at == end)
-            continue;
-        if (end - at > cap) {
-            int32_t *t = tsr_realloc(targets, (end - at) * sizeof *t);
-            if (!t) {
-                rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
-                break;
-            }
-            targets = t;
-            cap = end - at;
-        }
-        for (uint64_t i = at; i < end; i++) {
-            const unsigned char *p = lists + 4 * i;
-            uint32_t id = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                          (uint32_t)p[3] << 24;
-            if (id >= tgt_size) {
-                rc = tsr_fail(err, err_len, "%s: target id %u is outside the target "
-                              "vocabulary of %zu", path, id, tgt_size);
-                break;
-            }
-            targets[i - at] = (int32_t)id;
-        }
-        int32_t word = (int32_t)w;
-        if (rc == 0 && tsr_shortlist_add_rule(s, &word, 1, targets, end - at) != 0)
+        else if (at < end && tsr_shortlist_add_rule(s, &word, 1, targets + at, end - at) != 0)
             rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
     }
     tsr_free(targets);
     s->first = first < tgt_size ? (size_t)first : tgt_size;
     return rc;
-}
-
-/* The whole file, for the binary form (its size is checked against its header). */
-static int slurp(FILE *f, const char *path, unsigned char **out, size_t *size, char *err,
-                 size_t err_len)
-{
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *b = tsr_malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        unsigned char *bigger = tsr_realloc(b, 2 * cap);
-        if (!bigger) {
-            tsr_free(b);
-            b = NULL;
-            break;
-        }
-        b = bigger;
-        cap *= 2;
-    }
-    if (!b)
-        return tsr_fail_oom(err, err_len, "%s: out of memory", path);
-    if (ferror(f)) {
-        tsr_free(b);
-        return tsr_fail(err, err_len, "%s: read error: %s", path, strerror(errno));
-    }
-    *out = b;
-    *size = n;
-    return 0;
 }
 
 int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
@@ -248,14 +196,11 @@ int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
                                char *err, size_t err_len)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tsr_fail(err, err_len, "%s: cannot open the lexical shortlist: %s", path,
-                        strerror(errno));
-    unsigned char head[8];
-    size_t got = fread(head, 1, sizeof head, f);
-    int binary = got == sizeof head && le64(head) == BINARY_MAGIC;
-    rewind(f);
+    char *bytes;
+    size_t size;
+    TSR_TRY(tsr_read_regular(path, LEXICAL_FILE_MAX, &bytes, &size, err, err_len));
+    unsigned char *b = (unsigned char *)bytes;
+    int binary = size >= 8 && le64(b) == BINARY_MAGIC;
     tsr_shortlist *s = tsr_shortlist_new();
     int rc = 0;
     if (!s) {
@@ -264,18 +209,13 @@ int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
         rc = tsr_fail(err, err_len, "%s: a binary shortlist holds its own first and best "
                       "counts; give none", path);
     } else if (binary) {
-        unsigned char *b = NULL;
-        size_t size = 0;
-        rc = slurp(f, path, &b, &size, err, err_len);
-        if (rc == 0)
-            rc = read_binary(b, size, path, src, tgt, s, err, err_len);
-        tsr_free(b);
+        rc = read_binary(b, size, path, src, tgt, s, err, err_len);
     } else {
         size_t tgt_size = tessera_vocabulary_size(tgt);
         s->first = first < tgt_size ? first : tgt_size;
-        rc = read_text(f, path, src, tgt, src_unk_id, best, threshold, s, err, err_len);
+        rc = read_text(bytes, size, path, src, tgt, src_unk_id, best, threshold, s, err, err_len);
     }
-    fclose(f);
+    tsr_free(bytes);
     if (rc != 0) {
         tsr_shortlist_free(s);
         return rc;

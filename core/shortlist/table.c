@@ -22,21 +22,26 @@ void tsr_shortlist_free(tsr_shortlist *s)
     tsr_free(s);
 }
 
-/* Room for `more` elements of `size` bytes past *n in *p (capacity *cap). */
+/* Room for `more` elements past n (tsr_grow). */
 static int grow(void *p, size_t *cap, size_t n, size_t more, size_t size)
 {
-    void **block = p;
-    if (n + more <= *cap)
+    return tsr_grow(p, cap, n + more, size);
+}
+
+int tsr_shortlist_next_line(char **at, char *end, char **line, size_t *len)
+{
+    if (*at >= end)
         return 0;
-    size_t want = *cap ? *cap : 16;
-    while (want < n + more)
-        want *= 2;
-    void *bigger = tsr_realloc(*block, want * size);
-    if (!bigger)
-        return TESSERA_ERR_NOMEM;
-    *block = bigger;
-    *cap = want;
-    return 0;
+    char *b = *at, *nl = memchr(b, '\n', (size_t)(end - b)), *e = nl ? nl : end;
+    *at = nl ? nl + 1 : end;
+    if (memchr(b, '\0', (size_t)(e - b)))
+        return -1;
+    if (e > b && e[-1] == '\r')
+        e--;
+    *e = '\0';
+    *line = b;
+    *len = (size_t)(e - b);
+    return 1;
 }
 
 int tsr_shortlist_add_fixed(tsr_shortlist *s, int32_t id)

@@ -34,4 +34,9 @@ int tsr_shortlist_add_fixed(tsr_shortlist *s, int32_t id);
 int tsr_shortlist_add_rule(tsr_shortlist *s, const int32_t *key, size_t n,
                            const int32_t *targets, size_t count);
 
+/* The next line of a file read whole (text[..end), NUL after end), from
+ * *at on: 1 with *line NUL-terminated in place (its '\n' and a '\r' before
+ * it dropped) and *len its bytes, 0 at the end, -1 when it holds a NUL. */
+int tsr_shortlist_next_line(char **at, char *end, char **line, size_t *len);
+
 #endif

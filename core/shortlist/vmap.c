@@ -1,12 +1,13 @@
 /* CTranslate2's vocabulary map, vmap.txt (core/shortlist/shortlist.h). */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/files.h"
 #include "base/memory.h"
 #include "core/shortlist/table.h"
+
+/* A file this size is no vocabulary map: refused before it is read. */
+#define VMAP_FILE_MAX ((off_t)4 << 30)
 
 typedef struct ids {
     int32_t *p;
@@ -15,14 +16,8 @@ typedef struct ids {
 
 static int push(ids *v, int32_t id)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 16;
-        int32_t *p = tsr_realloc(v->p, cap * sizeof *p);
-        if (!p)
-            return TESSERA_ERR_NOMEM;
-        v->p = p;
-        v->cap = cap;
-    }
+    if (tsr_grow(&v->p, &v->cap, v->n + 1, sizeof *v->p) != 0)
+        return TESSERA_ERR_NOMEM;
     v->p[v->n++] = id;
     return 0;
 }
@@ -51,24 +46,21 @@ static int pieces(const tessera_vocabulary *vocab, const char *text, size_t len,
     }
 }
 
-static int read_lines(FILE *f, const char *path, const tessera_vocabulary *src,
+static int read_lines(char *text, size_t size, const char *path, const tessera_vocabulary *src,
                       const tessera_vocabulary *tgt, tsr_shortlist *s, char *err, size_t err_len)
 {
-    char *line = NULL;
-    size_t room = 0, number = 0;
     ids key = {0}, targets = {0};
-    int rc = 0;
-    for (ssize_t got; rc == 0 && (got = getline(&line, &room, f)) >= 0;) {
+    int rc = 0, got;
+    char *at = text, *line;
+    size_t len, number = 0;
+    while (rc == 0 && (got = tsr_shortlist_next_line(&at, text + size, &line, &len)) != 0) {
         number++;
-        size_t len = (size_t)got;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0)
-            continue;
-        if (memchr(line, '\0', len)) {
+        if (got < 0) {
             rc = tsr_fail(err, err_len, "%s: line %zu holds a NUL byte", path, number);
             break;
         }
+        if (len == 0)
+            continue;
         const char *tab = memchr(line, '\t', len);
         if (!tab) {
             rc = tsr_fail(err, err_len,
@@ -93,9 +85,6 @@ static int read_lines(FILE *f, const char *path, const tessera_vocabulary *src,
         if (rc != 0)
             rc = tsr_fail_oom(err, err_len, "%s: out of memory at line %zu", path, number);
     }
-    if (rc == 0 && ferror(f))
-        rc = tsr_fail(err, err_len, "%s: read error: %s", path, strerror(errno));
-    free(line);
     tsr_free(key.p);
     tsr_free(targets.p);
     return rc;
@@ -106,14 +95,13 @@ int tsr_shortlist_load_vmap(const char *path, const tessera_vocabulary *src,
                             size_t err_len)
 {
     *out = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return tsr_fail(err, err_len, "%s: cannot open the vocabulary map: %s", path,
-                        strerror(errno));
+    char *text;
+    size_t size;
+    TSR_TRY(tsr_read_regular(path, VMAP_FILE_MAX, &text, &size, err, err_len));
     tsr_shortlist *s = tsr_shortlist_new();
-    int rc = s ? read_lines(f, path, src, tgt, s, err, err_len)
+    int rc = s ? read_lines(text, size, path, src, tgt, s, err, err_len)
                : tsr_fail_oom(err, err_len, "%s: out of memory", path);
-    fclose(f);
+    tsr_free(text);
     if (rc != 0) {
         tsr_shortlist_free(s);
         return rc;

@@ -227,26 +227,31 @@ void tsr_gemm_i8_pack_quantized(const tsr_gemm_i8_kernel *kernel, const int8_t *
         pad_rows(&l, panels, n);
 }
 
-void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,
-                     size_t j, float *out)
+/* Row j's values: value p at panel[p / 4 * nr * 4 + p % 4]; its scale in *scale. */
+static const int8_t *row_at(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n,
+                            size_t k, size_t j, float *scale)
 {
     const i8_layout l = layout_of(kernel, n, k);
     const size_t nr = kernel->nr;
-    const float scale = ((const float *)((const char *)panels + l.scales_at))[j];
-    const int8_t *panel = (const int8_t *)panels + l.panels_at + j / nr * nr * l.k4 * 4 + j % nr * 4;
+    *scale = ((const float *)((const char *)panels + l.scales_at))[j];
+    return (const int8_t *)panels + l.panels_at + j / nr * nr * l.k4 * 4 + j % nr * 4;
+}
+
+void tsr_gemm_i8_row(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n, size_t k,
+                     size_t j, float *out)
+{
+    float scale;
+    const int8_t *panel = row_at(kernel, panels, n, k, j, &scale);
     for (size_t p = 0; p < k; p++)
-        out[p] = (float)panel[p / 4 * nr * 4 + p % 4] * scale;
+        out[p] = (float)panel[p / 4 * kernel->nr * 4 + p % 4] * scale;
 }
 
 void tsr_gemm_i8_row_quantized(const tsr_gemm_i8_kernel *kernel, const void *panels, size_t n,
                                size_t k, size_t j, int8_t *q, float *scale)
 {
-    const i8_layout l = layout_of(kernel, n, k);
-    const size_t nr = kernel->nr;
-    *scale = ((const float *)((const char *)panels + l.scales_at))[j];
-    const int8_t *panel = (const int8_t *)panels + l.panels_at + j / nr * nr * l.k4 * 4 + j % nr * 4;
+    const int8_t *panel = row_at(kernel, panels, n, k, j, scale);
     for (size_t p = 0; p < k; p++)
-        q[p] = panel[p / 4 * nr * 4 + p % 4];
+        q[p] = panel[p / 4 * kernel->nr * 4 + p % 4];
 }
 
 /* ---- Rows of x -------------------------------------------------------------------- */

@@ -70,6 +70,22 @@ void tsr_gemm_pack_linear(const tsr_gemm_config *cfg, tsr_weight_type type, cons
     }
 }
 
+/* Row r of an f32 or bf16 weight as floats (bf16 widened exactly): column
+ * r % nr of panel r / nr, one value every nr. */
+static void panel_row(const tsr_packed_linear *w, size_t nr, size_t r, float *out)
+{
+    const size_t k = w->k, at = r / nr * nr * k + r % nr;
+    if (w->type == TSR_WEIGHTS_BF16) {
+        const uint16_t *panel = (const uint16_t *)w->panels + at;
+        for (size_t p = 0; p < k; p++)
+            out[p] = tsr_bf16_to_f32(panel[p * nr]);
+    } else {
+        const float *panel = (const float *)w->panels + at;
+        for (size_t p = 0; p < k; p++)
+            out[p] = panel[p * nr];
+    }
+}
+
 /* Row r of an f32 weight lives in column r % nr of panel r / nr, one value
  * every nr: gathered into the output row, which embed then scales and adds
  * the position to in place. int8 weights (a tied table held once, as an
@@ -88,15 +104,13 @@ void tsr_gemm_embed_packed(const tsr_kernels *ks, const tsr_packed_linear *w, co
         } else if (w->type == TSR_WEIGHTS_INT8) {
             tsr_i8_row__scalar(w->panels, w->n, k, r, o);
         } else {
-            const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
-            for (size_t p = 0; p < k; p++)
-                o[p] = panel[p * nr];
+            panel_row(w, nr, r, o);
         }
         ks->embed(&first, 1, o, k, scale, pos ? pos + i * k : NULL, o, ldo);
     }
 }
 
-/* Row r sits in column r % nr of panel r / nr, as embed_packed reads it. */
+/* The rows as embed_packed reads them, int8 ones without the scale applied. */
 void tsr_gemm_weight_rows(const tsr_kernels *ks, const tsr_packed_linear *w, const int32_t *ids,
                           size_t count, float *out, int8_t *q, float *scales)
 {
@@ -107,14 +121,8 @@ void tsr_gemm_weight_rows(const tsr_kernels *ks, const tsr_packed_linear *w, con
             tsr_gemm_i8_row_quantized(ks->gemm->i8, w->panels, w->n, k, r, q + i * k, &scales[i]);
         } else if (w->type == TSR_WEIGHTS_INT8) {
             tsr_i8_row_quantized__scalar(w->panels, w->n, k, r, q + i * k, &scales[i]);
-        } else if (w->type == TSR_WEIGHTS_BF16) {
-            const uint16_t *panel = (const uint16_t *)w->panels + r / nr * nr * k + r % nr;
-            for (size_t p = 0; p < k; p++)
-                out[i * k + p] = tsr_bf16_to_f32(panel[p * nr]);
         } else {
-            const float *panel = (const float *)w->panels + r / nr * nr * k + r % nr;
-            for (size_t p = 0; p < k; p++)
-                out[i * k + p] = panel[p * nr];
+            panel_row(w, nr, r, out + i * k);
         }
     }
 }

@@ -57,10 +57,17 @@ void tsr_i8_pack_quantized__scalar(const int8_t *q, const float *scales, size_t 
     memcpy((char *)panels + scales_bytes(n) + r0 * k, q, rows * k);
 }
 
+/* Row j's int8 values; its scale in *scale. */
+static const int8_t *row_of(const void *panels, size_t n, size_t k, size_t j, float *scale)
+{
+    *scale = ((const float *)panels)[j];
+    return (const int8_t *)((const char *)panels + scales_bytes(n)) + j * k;
+}
+
 void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float *out)
 {
-    const float scale = ((const float *)panels)[j];
-    const int8_t *q = (const int8_t *)((const char *)panels + scales_bytes(n)) + j * k;
+    float scale;
+    const int8_t *q = row_of(panels, n, k, j, &scale);
     for (size_t p = 0; p < k; p++)
         out[p] = (float)q[p] * scale;
 }
@@ -68,8 +75,7 @@ void tsr_i8_row__scalar(const void *panels, size_t n, size_t k, size_t j, float 
 void tsr_i8_row_quantized__scalar(const void *panels, size_t n, size_t k, size_t j, int8_t *q,
                                   float *scale)
 {
-    *scale = ((const float *)panels)[j];
-    memcpy(q, (const int8_t *)((const char *)panels + scales_bytes(n)) + j * k, k);
+    memcpy(q, row_of(panels, n, k, j, scale), k);
 }
 
 static void table_pack_quantized(const tsr_kernels *ks, const int8_t *q, const float *scales,
