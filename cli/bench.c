@@ -18,6 +18,8 @@ typedef struct bench_options {
     const char *cases;  /* comma list or "all" */
     int threads, src_len, tgt_len, repeat, batch; /* lengths 0: the default */
     tessera_compute_type compute_type;            /* --compute-type, else the default */
+    int shortlist;                                /* --shortlist N; 0: none */
+    const tessera_shortlist *list;                /* its shortlist, once made for the model */
 } bench_options;
 
 static void usage(FILE *f)
@@ -88,7 +90,11 @@ static void usage(FILE *f)
             "                          max_positions - 1, as BOS + target must fit)\n"
             "  --batch N               sentences per batch in the batch cases (default 16)\n"
             "  --repeat N              timed runs per case; the median is reported (default 5)\n"
-            "  --threads N             threads (default as for translate)\n");
+            "  --threads N             threads (default as for translate)\n"
+            "  --shortlist N           decode over a synthetic vocabulary shortlist of about\n"
+            "                          N candidates per sentence (half fixed, half each\n"
+            "                          source token's); its lines say shortlist=N and give\n"
+            "                          the work counted as it ran\n");
     cli_usage_compute_type(f);
     fprintf(f, "  -h, --help              this help\n");
 }
@@ -196,6 +202,7 @@ static double run_once(tessera_runtime *rt, const tessera_model *m, const bench_
         t.max_len = bc->encoder_only ? 0 : o->tgt_len;
         t.batch = n;
         t.return_alignments = bc->align;
+        t.shortlist = o->list;
         if (bc->sampling) {
             t.sampling_topk = 10;
             t.sampling_topp = 0.9f;
@@ -246,10 +253,10 @@ static void print_work(const tessera_model *m, const bench_case *bc, const bench
                        const bench_limits *limits, double median_ms)
 {
     cli_bench_work w = {runs->f32_flops / repeat, runs->i8_ops / repeat, runs->bytes / repeat};
-    int modeled = !real && !bc->text;
     const cli_bench_kind kind = bc->score                        ? CLI_BENCH_SCORE
                                 : bc->encode || bc->encoder_only ? CLI_BENCH_ENCODE
                                                                  : CLI_BENCH_DECODE;
+    int modeled = !real && !bc->text && !(o->list && kind == CLI_BENCH_DECODE);
     if (modeled) {
         cli_bench_shape shape = {
             .kind = kind,
@@ -324,6 +331,8 @@ static int run_case(tessera_runtime *rt, const tessera_model *m, const char *lab
                tessera_compute_type_name(tessera_model_compute_type(m)),
                tessera_runtime_threads(rt), n,
                o->src_len);
+        if (o->list && !bc->score && !bc->encode && !bc->encoder_only)
+            printf(" shortlist=%d", o->shortlist);
         if (bc->encoder_only)
             printf(" median_ms=%.3f with_cross_kv_ms=%.3f", median_of(enc_ms, o->repeat),
                    median);
@@ -556,12 +565,20 @@ static int measure_limits(tessera_runtime *rt, const tessera_model *m, const cha
 
 /* Runs the selected cases on a model, on the same sentences for each case,
  * on a runtime of --threads threads. */
-static int bench_model(const tessera_model *m, const char *label, int real, const bench_options *o)
+static int bench_model(const tessera_model *m, const char *label, int real,
+                       const bench_options *given)
 {
     const tessera_config *c = tessera_model_config(m);
-    tessera_runtime *rt = bench_runtime(o);
-    if (!rt)
+    bench_options with_list = *given, *o = &with_list;
+    tessera_shortlist *list = NULL;
+    if (o->shortlist && cli_bench_shortlist(m, o->shortlist, o->src_len, &list) != 0)
         return 1;
+    o->list = list;
+    tessera_runtime *rt = bench_runtime(o);
+    if (!rt) {
+        tessera_shortlist_free(list);
+        return 1;
+    }
     id_draw src_draw, tgt_draw;
     if (id_draw_init(&src_draw, c->src_vocab_size, c) != 0 ||
         id_draw_init(&tgt_draw, c->tgt_vocab_size, c) != 0)
@@ -587,6 +604,7 @@ static int bench_model(const tessera_model *m, const char *label, int real, cons
         if (case_selected(o->cases, cases[i].name))
             status = run_case(rt, m, label, real, &cases[i], o, src, tgt, &limits);
     tessera_runtime_free(rt);
+    tessera_shortlist_free(list);
     free(ids);
     free(src);
     free(tgt);
@@ -669,9 +687,10 @@ int cli_bench(int argc, char **argv)
         {"tgt-len", required_argument, NULL, 't'}, {"batch", required_argument, NULL, 'b'},
         {"repeat", required_argument, NULL, 'r'}, {"threads", required_argument, NULL, 'j'},
         {"compute-type", required_argument, NULL, 'T'},
+        {"shortlist", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    bench_options o = {NULL, NULL, "all", 0, 0, 0, 5, 16, TESSERA_COMPUTE_DEFAULT};
+    bench_options o = {NULL, NULL, "all", 0, 0, 0, 5, 16, TESSERA_COMPUTE_DEFAULT, 0, NULL};
     int opt, bad = 0;
     opterr = 0;
     optind = 1;
@@ -686,6 +705,7 @@ int cli_bench(int argc, char **argv)
         case 'r': bad = cli_parse_int("--repeat", optarg, 1, 1000, &o.repeat); break;
         case 'j': bad = cli_parse_int("--threads", optarg, 1, 4096, &o.threads); break;
         case 'T': bad = cli_parse_compute_type(optarg, &o.compute_type); break;
+        case 'S': bad = cli_parse_int("--shortlist", optarg, 1, 1 << 24, &o.shortlist); break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_error("bench: option '%s' needs a value", argv[optind - 1]);
         default: return cli_error("bench: unknown option '%s' (try 'tessera bench --help')",

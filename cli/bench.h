@@ -21,6 +21,12 @@ extern const size_t cli_bench_config_count;
 const cli_bench_config *cli_bench_config_find(const char *name);
 void cli_bench_config_of(const cli_bench_config *b, tessera_config *c);
 
+/* --shortlist N: a synthetic vocabulary shortlist of about per_sentence
+ * candidates for sentences of src_len tokens (cli/bench_shortlist.c); 0, or
+ * 1 after printing an error. */
+int cli_bench_shortlist(const tessera_model *m, int per_sentence, int src_len,
+                        tessera_shortlist **out);
+
 /* Writes config.json and an F32 model.safetensors of reproducible random
  * weights for the encoder-decoder `c` into the existing directory `dir`.
  * 0, or -1 with a message naming the file. */

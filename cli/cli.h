@@ -57,6 +57,13 @@ typedef struct cli_options {
     tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
     const char *pool;   /* encode --pool: none, mean, first (default none) */
     const char *format; /* encode --format: text, binary (default text) */
+    /* translate and serve: a vocabulary shortlist (cli/shortlist.c) */
+    const char *vmap;      /* --vmap FILE */
+    int use_vmap;          /* --use-vmap: the model directory's vmap.txt */
+    const char *shortlist; /* --shortlist FILE, a Marian lexical shortlist */
+    size_t shortlist_first, shortlist_best; /* TESSERA_SHORTLIST_DEFAULT_COUNT: not given */
+    float shortlist_threshold;
+    int shortlist_threshold_given;
 } cli_options;
 
 /* Parses a whole number flag value in [lo, hi]; prints the error itself. */
@@ -122,6 +129,7 @@ typedef struct cli_model {
     const tessera_vocabulary *src_vocab, *tgt_vocab; /* for pieces; else NULL */
     tessera_vocabulary *owned_vocab[2]; /* loaded here when the model holds none */
     char dir[4096];                   /* the directory o->model_dir resolved to */
+    tessera_shortlist *shortlist;     /* cli_model_open_shortlist's, or NULL */
 } cli_model;
 
 /* Resolves o->model_dir (cli/model_path.h) and loads the model from there,
@@ -136,9 +144,21 @@ void cli_model_close(cli_model *cm);
  * before it are still answered (the library checks again, per batch). */
 int cli_check_budget(const cli_model *cm, size_t need, size_t tokens, char *err, size_t err_len);
 
+/* cm->src_vocab and cm->tgt_vocab: the model's, else its directory's
+ * vocab.src.txt and vocab.tgt.txt; 0, or -1 with a message naming the file
+ * and `flag` (NULL: none), what needs them. */
+int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len);
 /* 0 when the model has a decoder; else prints an error naming cmd and the
  * model, closes it and returns 1. */
 int cli_model_require_decoder(cli_model *cm, const char *cmd);
+
+/* The shortlist the options name (--vmap, --use-vmap, --shortlist) read for
+ * the model into cm->shortlist (freed by cli_model_close) and set in
+ * t->shortlist; none named: nothing. 0, or 1 after printing "CMD: MESSAGE". */
+int cli_model_open_shortlist(const char *cmd, const cli_options *o, cli_model *cm,
+                             tessera_translate_options *t);
+/* Their --help lines. */
+void cli_usage_shortlist(FILE *f);
 
 /* Prints the --help lines of the model option: flag (e.g. "-m, --model DIR|NAME")
  * and what the command does with the model, then what DIR and NAME mean and

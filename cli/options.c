@@ -230,7 +230,7 @@ static int has_vocabularies(const cli_model *cm)
 
 /* The vocabularies pieces need: the model's own, or read from its directory
  * (flag names what asked for them in the message). */
-static int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len)
+int cli_model_load_vocabularies(cli_model *cm, const char *flag, char *err, size_t err_len)
 {
     const tessera_vocabulary **vocab[2] = {&cm->src_vocab, &cm->tgt_vocab};
     for (int s = 0; s < sides(cm); s++) {
@@ -372,6 +372,7 @@ void cli_model_close(cli_model *cm)
     tessera_model_free(cm->model);
     tessera_vocabulary_free(cm->owned_vocab[0]);
     tessera_vocabulary_free(cm->owned_vocab[1]);
+    tessera_shortlist_free(cm->shortlist);
     memset(cm, 0, sizeof *cm);
 }
 
@@ -410,6 +411,12 @@ enum {
     OPT_MAX_MEMORY,
     OPT_SOURCE_LANG,
     OPT_TARGET_LANG,
+    OPT_VMAP,
+    OPT_USE_VMAP,
+    OPT_SHORTLIST,
+    OPT_SHORTLIST_FIRST,
+    OPT_SHORTLIST_BEST,
+    OPT_SHORTLIST_THRESHOLD,
 };
 
 static const struct option all_options[] = {
@@ -446,6 +453,12 @@ static const struct option all_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"source-lang", required_argument, NULL, OPT_SOURCE_LANG},
     {"target-lang", required_argument, NULL, OPT_TARGET_LANG},
+    {"vmap", required_argument, NULL, OPT_VMAP},
+    {"use-vmap", no_argument, NULL, OPT_USE_VMAP},
+    {"shortlist", required_argument, NULL, OPT_SHORTLIST},
+    {"shortlist-first", required_argument, NULL, OPT_SHORTLIST_FIRST},
+    {"shortlist-best", required_argument, NULL, OPT_SHORTLIST_BEST},
+    {"shortlist-threshold", required_argument, NULL, OPT_SHORTLIST_THRESHOLD},
     {NULL, 0, NULL, 0},
 };
 
@@ -514,6 +527,21 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
     case OPT_SOURCE_LANG: t->source_lang = arg; return 0;
     case OPT_TARGET_LANG: t->target_lang = arg; return 0;
+    case OPT_VMAP: o->vmap = arg; return 0;
+    case OPT_USE_VMAP: o->use_vmap = 1; return 0;
+    case OPT_SHORTLIST: o->shortlist = arg; return 0;
+    case OPT_SHORTLIST_FIRST:
+    case OPT_SHORTLIST_BEST: {
+        int n;
+        const char *flag = opt == OPT_SHORTLIST_FIRST ? "--shortlist-first" : "--shortlist-best";
+        if (cli_parse_int(flag, arg, 0, INT_MAX, &n) != 0)
+            return 1;
+        *(opt == OPT_SHORTLIST_FIRST ? &o->shortlist_first : &o->shortlist_best) = (size_t)n;
+        return 0;
+    }
+    case OPT_SHORTLIST_THRESHOLD:
+        o->shortlist_threshold_given = 1;
+        return cli_parse_float("--shortlist-threshold", arg, 0.0, 1.0, &o->shortlist_threshold);
     default: return 1;
     }
 }
@@ -538,6 +566,7 @@ int cli_parse_options(int argc, char **argv, const char *cmd, const char *allowe
     o->compute_type = TESSERA_COMPUTE_DEFAULT;
     o->pool = "none";
     o->format = "text";
+    o->shortlist_first = o->shortlist_best = TESSERA_SHORTLIST_DEFAULT_COUNT;
     opterr = 0;
     optind = 1;
     int opt, index;

@@ -66,6 +66,7 @@ static void usage(FILE *f)
             (double)TESSERA_SAMPLING_TEMPERATURE_MIN, (double)TESSERA_SAMPLING_TEMPERATURE_MAX,
             TESSERA_NO_REPEAT_NGRAM_MAX, (double)TESSERA_REPETITION_PENALTY_MIN,
             (double)TESSERA_REPETITION_PENALTY_MAX);
+    cli_usage_shortlist(f);
     cli_usage_forms(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
@@ -222,7 +223,8 @@ int cli_translate(int argc, char **argv)
                                "beam max-len batch batch-tokens max-memory tokens length-penalty "
                                "n-best sampling-topk sampling-topp sampling-temperature seed "
                                "prefix min-len no-repeat-ngram repetition-penalty disable-unk "
-                               "end-token alignments source-lang target-lang",
+                               "end-token alignments source-lang target-lang vmap use-vmap "
+                               "shortlist shortlist-first shortlist-best shortlist-threshold",
                                &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
@@ -230,7 +232,8 @@ int cli_translate(int argc, char **argv)
         return 1;
     if (cli_check_decoding("translate", cm.cfg, &o.translate) != 0 ||
         cli_check_languages("translate", cm.model, o.translate.source_lang,
-                            o.translate.target_lang, 1) != 0) {
+                            o.translate.target_lang, 1) != 0 ||
+        cli_model_open_shortlist("translate", &o, &cm, &o.translate) != 0) {
         cli_model_close(&cm);
         return 1;
     }

@@ -474,6 +474,10 @@ typedef struct tessera_tokens {
  * function. */
 typedef int (*tessera_cancel_fn)(void *arg);
 
+/* A vocabulary shortlist ("Vocabulary shortlists" below; NULL in the
+ * options: every target id). */
+typedef struct tessera_shortlist tessera_shortlist;
+
 typedef struct tessera_translate_options {
     int beam;             /* 1: greedy; N > 1: beam search with N hypotheses;
                              at most TESSERA_BEAM_MAX */
@@ -547,13 +551,17 @@ typedef struct tessera_translate_options {
      * the hypotheses, nor of their length or score. */
     const char *source_lang;
     const char *target_lang;
+    /* NULL (default), or a shortlist read for this model: each sentence then
+     * chooses among its own candidates, the softmax over them alone
+     * ("Vocabulary shortlists" below). Greedy, beam and sampling alike. */
+    const tessera_shortlist *shortlist;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
  * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
- * sources refused, stream_index NULL, no languages. */
+ * sources refused, stream_index NULL, no languages, no shortlist. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* Checks every rule of the decoding options that does not depend on the
@@ -721,6 +729,49 @@ const tessera_vocabulary *tessera_model_vocabulary(const tessera_model *model, t
 /* 1 when the model can tokenize and detokenize that side's text (it names a
  * tokenizer, and this library was built with SentencePiece); else 0. */
 int tessera_model_has_tokenizer(const tessera_model *model, tessera_side side);
+
+/* ---- Vocabulary shortlists ------------------------------------------------
+ *
+ * The target ids each sentence may be translated into, read from the files
+ * production runtimes ship (README "Vocabulary shortlists"): the generator
+ * and the softmax are then computed over a sentence's candidates alone -
+ * those the file gives for its source ids, and always the model's bos, eos,
+ * unk and pad ids, the call's target language token, its end_token and the
+ * sentence's target prefix. The log-probabilities are those of the softmax
+ * over the candidates (as Marian and CTranslate2 compute them), so a
+ * shortlist that holds every id gives exactly the full vocabulary's output.
+ * A sentence's candidates are its own, never its batch neighbours', so the
+ * output still does not depend on the batch (Marian and CTranslate2 take the
+ * batch's union). A shortlist is read over the vocabularies src and tgt of
+ * the model's sizes (NULL: the model's own, tessera_model_vocabulary), may
+ * be used by any number of calls and threads at once, and is freed by the
+ * caller after its last call. Errors name the file and, for text files, the
+ * line. */
+
+/* CTranslate2's vocabulary map (vmap.txt): lines "<source n-gram>\t<target
+ * pieces>", the empty n-gram's targets candidates of every sentence. */
+int tessera_shortlist_load_vmap(const tessera_model *model, const tessera_vocabulary *src,
+                                const tessera_vocabulary *tgt, const char *path,
+                                tessera_shortlist **out, char *err, size_t err_len);
+
+/* first or best given as this: the binary file's own count, or Marian's
+ * default (100) for a text file. */
+#define TESSERA_SHORTLIST_DEFAULT_COUNT ((size_t)-1)
+
+/* A Marian lexical shortlist: the text form (lex.s2t lines "<target>
+ * <source> <probability>"), each source word's `best` most probable targets
+ * of probability above `threshold` kept and ids 0..first-1 always candidates, as
+ * Marian's --shortlist FILE first best threshold; or the binary form
+ * Bergamot and Firefox Translations ship (lex.*.bin), which holds its own
+ * counts: first and best must then be TESSERA_SHORTLIST_DEFAULT_COUNT and
+ * threshold 0. When the model shares its embeddings, a sentence's own
+ * source ids are candidates too, as in Marian. */
+int tessera_shortlist_load_lexical(const tessera_model *model, const tessera_vocabulary *src,
+                                   const tessera_vocabulary *tgt, const char *path, size_t first,
+                                   size_t best, float threshold, tessera_shortlist **out,
+                                   char *err, size_t err_len);
+
+void tessera_shortlist_free(tessera_shortlist *shortlist); /* NULL is accepted */
 
 /* The most bytes of text a token may take: a sentence that must fit N
  * tokens (max_positions) is refused, before it is tokenized, when it is longer

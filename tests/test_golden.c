@@ -31,8 +31,9 @@ typedef struct golden_case {
     char isa[32];
     char model[64];
     char kind[16];   /* "score" or "translate" */
-    char suffix[32]; /* "" or ".tokens"; ".beam" in beam_against_pytorch; the
-                        case in options_against_pytorch */
+    char suffix[48]; /* "" or ".tokens"; ".beam" in beam_against_pytorch; the
+                        case's path in the model's directory in options_against_pytorch
+                        ("options/sample-topk", "shortlist/vmap-greedy") */
     int batch;
 } golden_case;
 
@@ -228,7 +229,7 @@ static void against_pytorch_once(golden_case *c, const char *kind, const char *s
     snprintf(c->kind, sizeof c->kind, "%s", kind);
     snprintf(c->suffix, sizeof c->suffix, "%s", suffix);
     c->batch = batch;
-    char model_dir[1024], in_name[64], expected_name[64];
+    char model_dir[1024], in_name[96], expected_name[96];
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
     snprintf(in_name, sizeof in_name, "%s%s.in", c->kind, c->suffix);
     snprintf(expected_name, sizeof expected_name, "%s%s.expected", c->kind, c->suffix);
@@ -578,23 +579,41 @@ static const char *const option_cases[] = {
     "align-greedy",  "align-beam",         "align-sample",     "align-prefix",
 };
 
+/* Searches over vocabulary shortlists (tests/golden/MODEL/shortlist/), in
+ * the same files. */
+static const char shortlist_model[] = "postnorm-silu-bf16";
+static const char *const shortlist_cases[] = {
+    "vmap-greedy", "vmap-beam", "vmap-sample", "vmap-prefix-beam", "lex-greedy",
+    "lex-constrained-beam",
+};
+
+static void option_case(golden_case *c, const char *isa, const char *model, const char *dir,
+                        const char *name)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->isa, sizeof c->isa, "%s", isa);
+    snprintf(c->model, sizeof c->model, "%s", model);
+    snprintf(c->kind, sizeof c->kind, "translate");
+    snprintf(c->suffix, sizeof c->suffix, "%s/%s", dir, name);
+}
+
 ParameterizedTestParameters(golden, options_against_pytorch)
 {
     const char *sets[TEST_MAX_KERNEL_SETS];
     size_t n_sets = test_selected_kernel_sets(sets);
     size_t n_models = sizeof option_models / sizeof option_models[0],
            n_cases = sizeof option_cases / sizeof option_cases[0],
-           n = n_sets * n_models * n_cases;
+           n_shortlist = sizeof shortlist_cases / sizeof shortlist_cases[0],
+           n = n_sets * (n_models * n_cases + n_shortlist);
     golden_case *cases = cr_malloc(n * sizeof *cases);
-    for (size_t s = 0, i = 0; s < n_sets; s++)
+    size_t i = 0;
+    for (size_t s = 0; s < n_sets; s++) {
         for (size_t m = 0; m < n_models; m++)
-            for (size_t k = 0; k < n_cases; k++, i++) {
-                memset(&cases[i], 0, sizeof cases[i]);
-                snprintf(cases[i].isa, sizeof cases[i].isa, "%s", sets[s]);
-                snprintf(cases[i].model, sizeof cases[i].model, "%s", option_models[m]);
-                snprintf(cases[i].kind, sizeof cases[i].kind, "translate");
-                snprintf(cases[i].suffix, sizeof cases[i].suffix, "%s", option_cases[k]);
-            }
+            for (size_t k = 0; k < n_cases; k++)
+                option_case(&cases[i++], sets[s], option_models[m], "options", option_cases[k]);
+        for (size_t k = 0; k < n_shortlist; k++)
+            option_case(&cases[i++], sets[s], shortlist_model, "shortlist", shortlist_cases[k]);
+    }
     return cr_make_param_array(golden_case, cases, n, free_params);
 }
 
@@ -602,26 +621,36 @@ ParameterizedTestParameters(golden, options_against_pytorch)
  * scores; see tests/golden/README.md): ids identical and scores within the
  * tolerance at --batch 1 on 1 thread, and the same bytes at --batch 16 and on
  * 2 threads. Sampling draws from a stream per input line, so batching and
- * threads must not move it. */
+ * threads must not move it; a shortlist's candidates are each sentence's own,
+ * so batching must not move them either. A flag value "./FILE" is the file
+ * beside the case's. */
 ParameterizedTest(golden_case *c, golden, options_against_pytorch, .timeout = 240)
 {
     test_kernel_set_or_skip(c->isa);
-    char model_dir[1024], name[64];
+    char model_dir[1024], name[96], beside[2][1200];
+    size_t n_beside = 0;
     snprintf(model_dir, sizeof model_dir, "%s/tests/golden/%s", test_srcdir(), c->model);
-    snprintf(name, sizeof name, "options/%s.flags", c->suffix);
+    snprintf(name, sizeof name, "%s.flags", c->suffix);
     char *flags = read_fixture(c->model, name);
     char *flags_text = strdup(flags); /* strtok_r cuts flags up */
     cr_assert(flags_text);
-    snprintf(name, sizeof name, "options/%s.in", c->suffix);
+    snprintf(name, sizeof name, "%s.in", c->suffix);
     char *input = read_fixture(c->model, name);
-    snprintf(name, sizeof name, "options/%s.expected", c->suffix);
+    snprintf(name, sizeof name, "%s.expected", c->suffix);
     char *expected = read_fixture(c->model, name);
+    size_t dir_len = (size_t)(strchr(c->suffix, '/') - c->suffix);
 
     const char *args[40];
     size_t n_args = 0;
     for (char *save = NULL, *tok = strtok_r(flags, " \t\n", &save); tok;
          tok = strtok_r(NULL, " \t\n", &save)) {
         cr_assert_lt(n_args, sizeof args / sizeof args[0] - 3, "%s: too many flags", name);
+        if (strncmp(tok, "./", 2) == 0) {
+            cr_assert_lt(n_beside, 2, "%s: too many files", name);
+            snprintf(beside[n_beside], sizeof beside[0], "%s/%.*s/%s", model_dir, (int)dir_len,
+                     c->suffix, tok + 2);
+            tok = beside[n_beside++];
+        }
         args[n_args++] = tok;
     }
     args[n_args++] = "--threads";

@@ -13,6 +13,9 @@
 #include "core/shortlist/shortlist.h"
 #include "tests/testutil.h"
 
+/* A count not given: the binary file's own. */
+#define OWN TESSERA_SHORTLIST_DEFAULT_COUNT
+
 /* ids: <unk> 0, <s> 1, </s> 2, then the words. */
 static const char src_words[] = "<unk>\n<s>\n</s>\na\nb\nc\nd\n";
 static const char tgt_words[] = "<unk>\n<s>\n</s>\nx\ny\nz\nw\nv\n";
@@ -219,42 +222,42 @@ Test(shortlist, lexical_binary)
     unsigned char b[256];
     size_t size = make_binary(b, 2, offsets, 8, lists, 4);
     char *path = write_in(&f, "lex.bin", b, size);
-    cr_assert_eq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_eq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                             sizeof err), 0, "%s", err);
     EXPECT(s, IDS(A), IDS(0, 1, Y, Z));
     EXPECT(s, IDS(C, 0), IDS(0, 1, X, V));
     EXPECT(s, IDS(B), IDS(0, 1));
     tsr_shortlist_free(s);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 10, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 10, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "holds its own first and best"), "message: %s", err);
     /* A damaged byte, a wrong count of offsets, a truncated file, an id
      * outside the target vocabulary, a list past the end. */
     b[60] ^= 1;
     path = write_in(&f, "damaged.bin", b, size);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "checksum does not match"), "message: %s", err);
     size = make_binary(b, 2, offsets, 7, lists, 4);
     path = write_in(&f, "short.bin", b, size);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "has 7 offsets"), "message: %s", err);
     size = make_binary(b, 2, offsets, 8, lists, 4);
     path = write_in(&f, "cut.bin", b, size - 1);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "do not give the file's"), "message: %s", err);
     static const uint32_t outside[] = {V, Y, 8, X};
     size = make_binary(b, 2, offsets, 8, outside, 4);
     path = write_in(&f, "outside.bin", b, size);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "target id 8 is outside"), "message: %s", err);
     static const uint64_t past[] = {0, 1, 1, 1, 3, 3, 5, 5};
     size = make_binary(b, 2, past, 8, lists, 4);
     path = write_in(&f, "past.bin", b, size);
-    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, 0, 0, 0, 0, &s, err,
+    cr_assert_neq(tsr_shortlist_load_lexical(path, f.src, f.tgt, 0, OWN, OWN, 0, 0, &s, err,
                                              sizeof err), 0);
     cr_assert(strstr(err, "lies outside"), "message: %s", err);
     teardown(&f);

@@ -272,6 +272,11 @@ class DecodeOptions:
     repetition_penalty: float = 1.0
     disable_unk: bool = False
     end_token: typing.Optional[int] = None
+    # A vocabulary shortlist's candidates for the sentence (README
+    # "Vocabulary shortlists"): the target ids it may produce, every other
+    # logit -inf before anything else, so the softmax is over them alone;
+    # None: every id.
+    candidates: typing.Optional[frozenset] = None
 
     @property
     def sampling(self):
@@ -321,6 +326,15 @@ class DecodeOptions:
 
 
 DEFAULT_OPTIONS = DecodeOptions()
+
+
+def restrict_logits(logits, options):
+    """The generator's logits (a row, or rows) over options.candidates: -inf elsewhere."""
+    if options.candidates is None:
+        return logits
+    keep = torch.zeros(logits.shape[-1], dtype=torch.bool)
+    keep[torch.tensor(sorted(options.candidates), dtype=torch.long)] = True
+    return torch.where(keep, logits, torch.tensor(-math.inf, dtype=logits.dtype))
 
 
 def process_logits(logits, history, options, config):
@@ -571,9 +585,13 @@ class Seq2SeqTransformer(nn.Module):
                                        tgt_mask=_causal_mask(columns.size(0)))
         return self.generator(out[-1])
 
-    def _next_logprobs(self, memory, prefixes):
-        """Log-softmax of the generator after each prefix, as a list of rows."""
-        return torch.log_softmax(self._next_logits(memory, prefixes), dim=-1).tolist()
+    def _next_logprobs(self, memory, prefixes, options=None):
+        """Log-softmax of the generator after each prefix (over options'
+        candidates), as a list of rows."""
+        logits = self._next_logits(memory, prefixes)
+        if options is not None:
+            logits = restrict_logits(logits, options)
+        return torch.log_softmax(logits, dim=-1).tolist()
 
     def _next_processed(self, memory, histories, options):
         """Processed log-probs (steps 2-6) after each history, as a list of rows.
@@ -581,7 +599,8 @@ class Seq2SeqTransformer(nn.Module):
         With no processing option the rows are _next_logprobs's, bit for bit.
         """
         bos = self.config["bos_id"]
-        logits = self._next_logits(memory, [[bos] + list(h) for h in histories])
+        logits = restrict_logits(self._next_logits(memory, [[bos] + list(h) for h in histories]),
+                                 options)
         if not options.processes():
             return torch.log_softmax(logits, dim=-1).tolist()
         return [process_logits(logits[k], history, options, self.config).tolist()
@@ -623,7 +642,8 @@ class Seq2SeqTransformer(nn.Module):
         memory = self.encode(src_ids)
         history, score, margin, ending = [], 0.0, math.inf, None
         for _ in range(limit):
-            logits = self.decode_logits(memory, [cfg["bos_id"]] + history)[-1]
+            logits = restrict_logits(self.decode_logits(memory, [cfg["bos_id"]] + history)[-1],
+                                     options)
             if len(history) < len(prefix):
                 token = prefix[len(history)]
                 score += torch.log_softmax(logits, dim=-1)[token].item()
@@ -737,7 +757,7 @@ class Seq2SeqTransformer(nn.Module):
             if len(live[0][0]) < len(prefix):
                 tokens, score = live[0]
                 token = prefix[len(tokens)]
-                row = self._next_logprobs(memory, [[cfg["bos_id"]] + tokens])[0]
+                row = self._next_logprobs(memory, [[cfg["bos_id"]] + tokens], options)[0]
                 live = [(tokens + [token], score + row[token])]
             else:
                 live, step_margin = self._beam_step(memory, live, options, endings, beam, finish)

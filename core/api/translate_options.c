@@ -6,6 +6,7 @@
 
 #include "base/errors.h"
 #include "core/model/config.h"
+#include "core/shortlist/shortlist.h"
 
 void tessera_translate_options_init(tessera_translate_options *o)
 {
@@ -101,6 +102,13 @@ int tessera_translate_options_check(const tessera_config *cfg, const tessera_tra
         return tsr_fail(err, err_len, "end_token: %d must be -1 (none) or a target id",
                         o->end_token);
     }
+    if (o->shortlist && cfg &&
+        (tsr_shortlist_source_size(o->shortlist) != (size_t)cfg->src_vocab_size ||
+         tsr_shortlist_target_size(o->shortlist) != (size_t)cfg->tgt_vocab_size))
+        return tsr_fail(err, err_len, "shortlist: read over vocabularies of %zu and %zu ids, "
+                        "not this model's %d and %d", tsr_shortlist_source_size(o->shortlist),
+                        tsr_shortlist_target_size(o->shortlist), cfg->src_vocab_size,
+                        cfg->tgt_vocab_size);
     return 0;
 }
 

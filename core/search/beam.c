@@ -28,6 +28,7 @@
 #include "core/network/output_head.h"
 #include "core/runtime/plan.h"
 #include "core/runtime/work.h"
+#include "core/search/candidates.h"
 #include "core/search/decode.h"
 #include "core/search/decode_rules.h"
 
@@ -87,6 +88,7 @@ typedef struct search {
     int32_t *next;
     tsr_decoder dec;
     tsr_buffer logits;
+    tsr_candidates candidates; /* the shortlist's, when the options give one */
 } search;
 
 static double length_normalised(const search *b, double score, size_t len)
@@ -361,7 +363,7 @@ static int step(search *b, char *err, size_t err_len)
      * split over the team by rows. */
 #pragma omp parallel num_threads(b->ex->threads)
     {
-        tsr_head_logits(b->ex, hidden, rows, b->logits.p);
+        tsr_candidates_logits(b->ex, &b->candidates, hidden, b->seqs, rows, b->logits.p);
         double began = tsr_work_begin(b->ex);
 #pragma omp for schedule(static) nowait
         for (long lr = 0; lr < (long)rows; lr++) {
@@ -498,6 +500,7 @@ static void release(search *b)
     tsr_free(b->parent_slot);
     tsr_free(b->copies);
     tsr_buffer_free(&b->logits);
+    tsr_candidates_free(&b->candidates);
 }
 
 size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
@@ -539,6 +542,7 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
     size_t k = tsr_start_length(&m->cfg);
     size_t decoder = tsr_decoder_plan(ex, rows, rows, rows, limit + k, b->longest_src,
                                       o->return_alignments);
+    state = tsr_plan_add(state, tsr_candidates_plan(ex, o, b, rows));
     return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, decoder));
 }
 
@@ -554,6 +558,8 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
     tsr_rules_init(&b.rules, ex->m, o);
     tsr_source_batch sb;
     int rc = init(&b, err, err_len);
+    if (rc == 0)
+        rc = tsr_candidates_init(&b.candidates, ex, in, o, in->n * b.N, err, err_len);
     if (rc == 0)
         rc = tsr_source_batch_encode(ex, in->src, in->n, 1, &sb, err, err_len);
     if (rc == 0) {

@@ -11,6 +11,7 @@
 #include "core/network/output_head.h"
 #include "core/runtime/plan.h"
 #include "core/runtime/work.h"
+#include "core/search/candidates.h"
 #include "core/search/decode.h"
 #include "core/search/decode_rules.h"
 #include "core/search/sampling.h"
@@ -33,6 +34,7 @@ typedef struct greedy_state {
     tsr_sampler sampler;
     uint64_t *key, *draws;       /* [n]: each sentence's random stream and its use */
     tsr_sample_entry *scratch;   /* [n][V] */
+    tsr_candidates candidates;   /* the shortlist's, when the options give one */
 } greedy_state;
 
 static void finish(const tessera_translate_options *o, const greedy_state *g, size_t s,
@@ -100,7 +102,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
          * team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(ex->threads)
         {
-            tsr_head_logits(ex, hidden, active, logits->p);
+            tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
             if (g->plain) {
                 double began = tsr_work_begin(ex);
 #pragma omp for schedule(static) nowait
@@ -184,6 +186,7 @@ size_t tsr_greedy_plan(const tsr_exec *ex, const tessera_translate_options *o,
     size_t decoder = tsr_decoder_plan(ex, n, n, tsr_plan_mul(n, k), limit + k, b->longest_src,
                                       o->return_alignments);
     size_t logits = tsr_plan_buffer(tsr_plan_mul(n, V));
+    state = tsr_plan_add(state, tsr_candidates_plan(ex, o, b, n));
     return tsr_plan_add(state, tsr_source_batch_plan(ex, b, 1, tsr_plan_add(decoder, logits)));
 }
 
@@ -228,6 +231,9 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         rc = tsr_fail_oom(err, err_len, "out of memory for %zu sentences", n);
         goto free_state;
     }
+    rc = tsr_candidates_init(&g.candidates, ex, in, o, n, err, err_len);
+    if (rc != 0)
+        goto free_state;
     rc = tsr_source_batch_encode(ex, in->src, n, 1, &sb, err, err_len);
     if (rc != 0)
         goto free_state;
@@ -240,6 +246,7 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
     }
     tsr_source_batch_free(m, &sb);
 free_state:
+    tsr_candidates_free(&g.candidates);
     tsr_buffer_free(&logits);
     tsr_free(g.ids);
     tsr_free(g.len);

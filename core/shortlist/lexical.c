@@ -15,6 +15,9 @@
 #define HEADER_WORDS 6
 /* A file this size is no shortlist: refused before it is read. */
 #define LEXICAL_FILE_MAX ((off_t)4 << 30)
+/* A count not given (tessera.h), and Marian's default for it. */
+#define DEFAULT_COUNT TESSERA_SHORTLIST_DEFAULT_COUNT
+#define MARIAN_COUNT 100
 
 typedef struct pair {
     int32_t src, tgt;
@@ -201,17 +204,20 @@ int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
     TSR_TRY(tsr_read_regular(path, LEXICAL_FILE_MAX, &bytes, &size, err, err_len));
     unsigned char *b = (unsigned char *)bytes;
     int binary = size >= 8 && le64(b) == BINARY_MAGIC;
-    tsr_shortlist *s = tsr_shortlist_new();
+    tsr_shortlist *s = tsr_shortlist_new(src, tgt);
     int rc = 0;
     if (!s) {
         rc = tsr_fail_oom(err, err_len, "%s: out of memory", path);
-    } else if (binary && (first || best || threshold != 0.0f)) {
+    } else if (binary && (first != DEFAULT_COUNT || best != DEFAULT_COUNT ||
+                          threshold != 0.0f)) {
         rc = tsr_fail(err, err_len, "%s: a binary shortlist holds its own first and best "
-                      "counts; give none", path);
+                      "counts and threshold; give none", path);
     } else if (binary) {
         rc = read_binary(b, size, path, src, tgt, s, err, err_len);
     } else {
         size_t tgt_size = tessera_vocabulary_size(tgt);
+        first = first == DEFAULT_COUNT ? MARIAN_COUNT : first;
+        best = best == DEFAULT_COUNT ? MARIAN_COUNT : best;
         s->first = first < tgt_size ? first : tgt_size;
         rc = read_text(bytes, size, path, src, tgt, src_unk_id, best, threshold, s, err, err_len);
     }

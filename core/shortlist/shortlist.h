@@ -23,7 +23,8 @@
 
 #include "core/tessera.h"
 
-typedef struct tsr_shortlist tsr_shortlist;
+/* The public type (core/tessera.h, "Vocabulary shortlists"). */
+typedef struct tessera_shortlist tsr_shortlist;
 
 /* A vocabulary map (CTranslate2's vmap.txt) over the model's source and
  * target vocabularies. A key holding a piece the source vocabulary lacks
@@ -36,9 +37,10 @@ int tsr_shortlist_load_vmap(const char *path, const tessera_vocabulary *src,
 
 /* A Marian lexical shortlist, text or binary (told apart by the binary
  * form's first 8 bytes). For the text form, first, best and threshold are
- * Marian's three numbers (--shortlist FILE first best threshold); the
- * binary form's header gives first and best, and `first`, `best` and
- * `threshold` must then be 0 (0: the header's). Unknown source pieces of a
+ * Marian's three numbers (--shortlist FILE first best threshold;
+ * TESSERA_SHORTLIST_DEFAULT_COUNT: Marian's 100); the binary form's header
+ * gives first and best, which must then be TESSERA_SHORTLIST_DEFAULT_COUNT
+ * and threshold 0. Unknown source pieces of a
  * text file count as the source's unknown id, unknown targets as nothing
  * (Marian takes both as <unk>). */
 int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
@@ -47,6 +49,11 @@ int tsr_shortlist_load_lexical(const char *path, const tessera_vocabulary *src,
                                char *err, size_t err_len);
 
 void tsr_shortlist_free(tsr_shortlist *s); /* NULL is accepted */
+
+/* The sizes of the vocabularies it was read over: a search checks them
+ * against its model's before it uses the ids. */
+size_t tsr_shortlist_source_size(const tsr_shortlist *s);
+size_t tsr_shortlist_target_size(const tsr_shortlist *s);
 
 /* Sentence src[0..len)'s candidates, ascending and distinct, into *ids
  * (grown with tsr_realloc as needed; *cap its room), *n of them.

@@ -5,10 +5,18 @@
 #include "base/memory.h"
 #include "core/shortlist/table.h"
 
-tsr_shortlist *tsr_shortlist_new(void)
+tsr_shortlist *tsr_shortlist_new(const tessera_vocabulary *src, const tessera_vocabulary *tgt)
 {
-    return tsr_calloc(1, sizeof(tsr_shortlist));
+    tsr_shortlist *s = tsr_calloc(1, sizeof(tsr_shortlist));
+    if (s) {
+        s->source_size = tessera_vocabulary_size(src);
+        s->target_size = tessera_vocabulary_size(tgt);
+    }
+    return s;
 }
+
+size_t tsr_shortlist_source_size(const tsr_shortlist *s) { return s->source_size; }
+size_t tsr_shortlist_target_size(const tsr_shortlist *s) { return s->target_size; }
 
 void tsr_shortlist_free(tsr_shortlist *s)
 {

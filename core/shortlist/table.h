@@ -12,7 +12,8 @@ typedef struct tsr_shortlist_rule {
     size_t targets_at, count; /* its targets: targets[targets_at ..) */
 } tsr_shortlist_rule;
 
-struct tsr_shortlist {
+struct tessera_shortlist {
+    size_t source_size, target_size; /* the vocabularies read over */
     int32_t *fixed; /* always candidates */
     size_t n_fixed, cap_fixed;
     size_t first;   /* ids 0 .. first-1 are candidates too */
@@ -26,7 +27,7 @@ struct tsr_shortlist {
     size_t n_slots;
 };
 
-tsr_shortlist *tsr_shortlist_new(void);
+tsr_shortlist *tsr_shortlist_new(const tessera_vocabulary *src, const tessera_vocabulary *tgt);
 /* Appends (NOMEM on failure): */
 int tsr_shortlist_add_fixed(tsr_shortlist *s, int32_t id);
 /* A rule for the n-gram key[0..n) with targets[0..count); a second rule of

@@ -98,7 +98,7 @@ int tsr_shortlist_load_vmap(const char *path, const tessera_vocabulary *src,
     char *text;
     size_t size;
     TSR_TRY(tsr_read_regular(path, VMAP_FILE_MAX, &text, &size, err, err_len));
-    tsr_shortlist *s = tsr_shortlist_new();
+    tsr_shortlist *s = tsr_shortlist_new(src, tgt);
     int rc = s ? read_lines(text, size, path, src, tgt, s, err, err_len)
                : tsr_fail_oom(err, err_len, "%s: out of memory", path);
     tsr_free(text);

@@ -1,0 +1,49 @@
+/* A batch's vocabulary shortlist (core/tessera.h, "Vocabulary shortlists"):
+ * each sentence's candidates - the shortlist's for its source ids, the
+ * model's bos, eos, unk and pad, the call's target language and end token,
+ * the sentence's prefix - and the generator's rows of their union packed
+ * alone, so that each decoding step multiplies only those rows. A row of
+ * logits is then its sentence's candidates' logits (the same bits the full
+ * generator gives them) and -inf everywhere else: every search reads it as
+ * it reads a full row (rules, bans, softmax, argmax, sampling, top-k), so
+ * the softmax is over the candidates and nothing else changes. */
+#ifndef TSR_CORE_SEARCH_CANDIDATES_H
+#define TSR_CORE_SEARCH_CANDIDATES_H
+
+#include "core/network/decoder.h"
+#include "core/network/gathered_linear.h"
+#include "core/runtime/plan.h"
+#include "core/search/decode.h"
+
+typedef struct tsr_candidates {
+    int on;                        /* 0: no shortlist, every id a candidate */
+    tsr_gathered_linear generator; /* the generator's rows ids[0..width) */
+    int32_t *ids;                  /* the batch's candidates, ascending */
+    size_t width;
+    size_t *cols_at; /* [n + 1]: sentence s's columns are cols[cols_at[s] .. cols_at[s + 1]) */
+    int32_t *cols;   /* columns of ids[], ascending within a sentence */
+    float *compact;  /* [rows][width]: the logits over ids[] */
+} tsr_candidates;
+
+/* The candidates of batch `in` under o->shortlist (none: c->on 0, nothing
+ * held), for decoder calls of at most `rows` rows. TESSERA_ERR_NOMEM with a
+ * message when out of memory; c is then empty. */
+int tsr_candidates_init(tsr_candidates *c, const tsr_exec *ex, const tsr_decode_batch *in,
+                        const tessera_translate_options *o, size_t rows, char *err,
+                        size_t err_len);
+void tsr_candidates_free(tsr_candidates *c);
+
+/* An upper bound of what tsr_candidates_init holds for a batch of shape b
+ * (core/runtime/plan.h): 0 without a shortlist. */
+size_t tsr_candidates_plan(const tsr_exec *ex, const tessera_translate_options *o,
+                           const tsr_batch_shape *b, size_t rows);
+
+/* The generator's logits for `rows` rows of decoder output into
+ * logits[rows][tgt_vocab], row r over the candidates of its sentence
+ * (seqs[r].sentence) and -inf elsewhere; without a shortlist,
+ * tsr_head_logits. An operation of core/network/ops.h: every thread of the
+ * team calls it, and it ends with a barrier. */
+void tsr_candidates_logits(const tsr_exec *ex, const tsr_candidates *c, const float *hidden,
+                           const tsr_decode_seq *seqs, size_t rows, float *logits);
+
+#endif
