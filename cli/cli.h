@@ -159,6 +159,20 @@ int cli_model_open_shortlist(const char *cmd, const cli_options *o, cli_model *c
                              tessera_translate_options *t);
 /* Their --help lines. */
 void cli_usage_shortlist(FILE *f);
+/* Their getopt_long entries, and their values from CLI_OPT_VMAP on (a
+ * command's own values stay below it); applying one to o: 0, 1 after
+ * printing an error, or 1 when opt is none of them. */
+#define CLI_OPT_VMAP 1000
+#define CLI_SHORTLIST_OPTIONS                                                                     \
+    {"vmap", required_argument, NULL, CLI_OPT_VMAP},                                            \
+        {"use-vmap", no_argument, NULL, CLI_OPT_VMAP + 1},                                      \
+        {"shortlist", required_argument, NULL, CLI_OPT_VMAP + 2},                               \
+        {"shortlist-first", required_argument, NULL, CLI_OPT_VMAP + 3},                         \
+        {"shortlist-best", required_argument, NULL, CLI_OPT_VMAP + 4},                          \
+    {                                                                                           \
+        "shortlist-threshold", required_argument, NULL, CLI_OPT_VMAP + 5                        \
+    }
+int cli_apply_shortlist_option(int opt, const char *arg, cli_options *o);
 
 /* Prints the --help lines of the model option: flag (e.g. "-m, --model DIR|NAME")
  * and what the command does with the model, then what DIR and NAME mean and

@@ -411,7 +411,7 @@ enum {
     OPT_MAX_MEMORY,
     OPT_SOURCE_LANG,
     OPT_TARGET_LANG,
-    OPT_VMAP,
+    OPT_VMAP = CLI_OPT_VMAP,
     OPT_USE_VMAP,
     OPT_SHORTLIST,
     OPT_SHORTLIST_FIRST,
@@ -453,12 +453,7 @@ static const struct option all_options[] = {
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"source-lang", required_argument, NULL, OPT_SOURCE_LANG},
     {"target-lang", required_argument, NULL, OPT_TARGET_LANG},
-    {"vmap", required_argument, NULL, OPT_VMAP},
-    {"use-vmap", no_argument, NULL, OPT_USE_VMAP},
-    {"shortlist", required_argument, NULL, OPT_SHORTLIST},
-    {"shortlist-first", required_argument, NULL, OPT_SHORTLIST_FIRST},
-    {"shortlist-best", required_argument, NULL, OPT_SHORTLIST_BEST},
-    {"shortlist-threshold", required_argument, NULL, OPT_SHORTLIST_THRESHOLD},
+    CLI_SHORTLIST_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -527,22 +522,7 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
     case OPT_SOURCE_LANG: t->source_lang = arg; return 0;
     case OPT_TARGET_LANG: t->target_lang = arg; return 0;
-    case OPT_VMAP: o->vmap = arg; return 0;
-    case OPT_USE_VMAP: o->use_vmap = 1; return 0;
-    case OPT_SHORTLIST: o->shortlist = arg; return 0;
-    case OPT_SHORTLIST_FIRST:
-    case OPT_SHORTLIST_BEST: {
-        int n;
-        const char *flag = opt == OPT_SHORTLIST_FIRST ? "--shortlist-first" : "--shortlist-best";
-        if (cli_parse_int(flag, arg, 0, INT_MAX, &n) != 0)
-            return 1;
-        *(opt == OPT_SHORTLIST_FIRST ? &o->shortlist_first : &o->shortlist_best) = (size_t)n;
-        return 0;
-    }
-    case OPT_SHORTLIST_THRESHOLD:
-        o->shortlist_threshold_given = 1;
-        return cli_parse_float("--shortlist-threshold", arg, 0.0, 1.0, &o->shortlist_threshold);
-    default: return 1;
+    default: return cli_apply_shortlist_option(opt, arg, o);
     }
 }
 

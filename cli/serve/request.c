@@ -433,6 +433,7 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
     }
     srv_key key = {.kind = kind};
     tessera_translate_options_init(&key.decoding);
+    key.decoding.shortlist = cm->shortlist; /* the server's, for every request */
     lists l;
     if (!json_is_object(root)) {
         fail(http_status, 400, err, err_len, "body: must be a JSON object");

@@ -77,6 +77,7 @@ static void usage(FILE *f)
             "                          default half the memory available, shared by the\n"
             "                          workers): batches that would pass it are decoded as\n"
             "                          smaller ones; a sentence that alone would is refused\n");
+    cli_usage_shortlist(f);
     cli_usage_threads(f);
     cli_usage_compute_type(f);
     fprintf(f,
@@ -118,6 +119,7 @@ static int parse_options(int argc, char **argv, srv_settings *s)
         {"smt", no_argument, NULL, OPT_SMT},
         {"compute-type", required_argument, NULL, OPT_COMPUTE_TYPE},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        CLI_SHORTLIST_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -126,6 +128,7 @@ static int parse_options(int argc, char **argv, srv_settings *s)
     s->cli.batch = 1;
     s->cli.compute_type = TESSERA_COMPUTE_DEFAULT;
     tessera_translate_options_init(&s->cli.translate);
+    s->cli.shortlist_first = s->cli.shortlist_best = TESSERA_SHORTLIST_DEFAULT_COUNT;
     s->host = "127.0.0.1";
     s->port = 8080;
     s->max_batch = 32;
@@ -188,6 +191,12 @@ static int parse_options(int argc, char **argv, srv_settings *s)
         case OPT_COMPUTE_TYPE: bad = cli_parse_compute_type(optarg, &s->cli.compute_type); break;
         case ':': return cli_error("serve: %s needs a value (try 'tessera serve --help')",
                                    argv[optind - 1]);
+        case CLI_OPT_VMAP:
+        case CLI_OPT_VMAP + 1:
+        case CLI_OPT_VMAP + 2:
+        case CLI_OPT_VMAP + 3:
+        case CLI_OPT_VMAP + 4:
+        case CLI_OPT_VMAP + 5: bad = cli_apply_shortlist_option(c, optarg, &s->cli); break;
         default: return cli_error("serve: unknown option '%s' (try 'tessera serve --help')",
                                   argv[optind - 1]);
         }
@@ -270,8 +279,10 @@ int cli_serve(int argc, char **argv)
     fflush(stdout);
 
     cli_model cm;
-    if (cli_model_open(&s.cli, &cm) != 0 || cli_model_require_decoder(&cm, "serve") != 0) {
+    if (cli_model_open(&s.cli, &cm) != 0 || cli_model_require_decoder(&cm, "serve") != 0 ||
+        cli_model_open_shortlist("serve", &s.cli, &cm, &s.cli.translate) != 0) {
         srv_http_stop(http);
+        cli_model_close(&cm); /* what opened; nothing when the open failed */
         srv_metrics_free(metrics);
         return 1;
     }
