@@ -27,10 +27,17 @@ extern PyTypeObject tsr_py_encoder_type;
     "when its last reference goes.\n"
 
 #define TSR_PY_DOC_TRANSLATOR                                                                    \
-    "Translator(model, compute_type='f32', workers=1, threads=0, max_memory=None)\n"           \
+    "Translator(model, compute_type='f32', workers=1, threads=0, max_memory=None,\n"           \
+    "    vmap=None, shortlist=None, shortlist_first=None, shortlist_best=None,\n"              \
+    "    shortlist_threshold=0.0)\n"                                                             \
     "\n"                                                                                         \
     "An encoder-decoder model, loaded once, for translate_batch and score_batch.\n"            \
-    "\n" TSR_PY_DOC_MODEL_ARGS
+    "\n" TSR_PY_DOC_MODEL_ARGS                                                                   \
+    "vmap: a CTranslate2 vocabulary map, or shortlist: a Marian lexical shortlist (text,\n"    \
+    "  with shortlist_first/_best/_threshold as --shortlist-first/-best/-threshold; or\n"      \
+    "  binary), that every translate_batch call then decodes over (README \"Vocabulary\n"     \
+    "  shortlists\"). The model directory's vmap.txt, when it has one, is read too,\n"        \
+    "  for translate_batch(use_vmap=True) (CTranslate2's).\n"
 
 #define TSR_PY_DOC_ENCODER                                                                       \
     "Encoder(model, compute_type='f32', workers=1, threads=0, max_memory=None)\n"              \
@@ -61,7 +68,7 @@ extern PyTypeObject tsr_py_encoder_type;
     "    return_alignments=False, sampling_topk=1, sampling_topp=1.0,\n"                        \
     "    sampling_temperature=1.0, seed=0, min_decoding_length=0,\n"                            \
     "    no_repeat_ngram_size=0, repetition_penalty=1.0, disable_unk=False,\n"                  \
-    "    end_token=None, source_lang=None, target_lang=None)\n"                                 \
+    "    end_token=None, source_lang=None, target_lang=None, use_vmap=False)\n"                 \
     "    -> list[TranslationResult]\n"                                                           \
     "\n"                                                                                         \
     "Translates the source sentences, as `tessera translate` does with the same\n"             \
@@ -72,6 +79,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "    (CTranslate2's [['fra_Latn']], pieces or ids) name target_lang, once per call.\n"       \
     "seed: sentence i of the call samples from stream (seed, i).\n"                             \
     "end_token: None, or a target id (or piece) that also ends a hypothesis.\n"                 \
+    "use_vmap: decode over the model directory's vmap.txt, as CTranslate2's use_vmap\n"        \
+    "  (a Translator made with vmap= or shortlist= always decodes over its own).\n"            \
     TSR_PY_DOC_LANGUAGES                                                                         \
     TSR_PY_DOC_BATCHING                                                                          \
     "Raises ValueError for a bad sentence or option (its message names it), TypeError\n"        \

@@ -132,6 +132,8 @@ void tsr_py_engine_close(tsr_py_engine *e)
     PyMem_RawFree(e->idle);
     tessera_vocabulary_free(e->owned_vocab[0]);
     tessera_vocabulary_free(e->owned_vocab[1]);
+    tessera_shortlist_free(e->shortlist);
+    tessera_shortlist_free(e->dir_vmap);
     tessera_model_free(e->model);
     if (e->sync_made) {
         pthread_cond_destroy(&e->freed);

@@ -27,6 +27,10 @@ typedef struct tsr_py_engine {
      * when neither. */
     const tessera_vocabulary *vocab[2];
     tessera_vocabulary *owned_vocab[2];
+    /* A Translator's vocabulary shortlists (python/translator.c): the one
+     * its constructor named, used by every call, and the model directory's
+     * vmap.txt when it has one, for use_vmap=True; NULL when none. */
+    tessera_shortlist *shortlist, *dir_vmap;
 } tsr_py_engine;
 
 /* The arguments both classes take: (model, compute_type="f32", workers=1,

@@ -52,6 +52,20 @@ class Model:
     def d_model(self) -> int: ...
 
 class Translator(Model):
+    def __init__(
+        self,
+        model: Union[str, bytes, os.PathLike],
+        *,
+        compute_type: str = "f32",
+        workers: int = 1,
+        threads: int = 0,
+        max_memory: Optional[int] = None,
+        vmap: Union[None, str, bytes, os.PathLike] = None,
+        shortlist: Union[None, str, bytes, os.PathLike] = None,
+        shortlist_first: Optional[int] = None,
+        shortlist_best: Optional[int] = None,
+        shortlist_threshold: float = 0.0,
+    ) -> None: ...
     def translate_batch(
         self,
         source: Sequence[Sentence],
@@ -76,6 +90,7 @@ class Translator(Model):
         end_token: Union[None, int, str] = None,
         source_lang: Optional[str] = None,
         target_lang: Optional[str] = None,
+        use_vmap: bool = False,
     ) -> List[TranslationResult]: ...
     def score_batch(
         self,

@@ -1,5 +1,7 @@
 /* tessera.Translator: translate_batch and score_batch on a model's workers. */
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "python/classes.h"
 
@@ -9,16 +11,135 @@
 
 typedef tsr_py_model translator;
 
+/* The constructor's shortlist keywords (the others are Model's). */
+typedef struct shortlist_args {
+    PyObject *vmap, *shortlist, *first, *best; /* borrowed; NULL: not given */
+    float threshold;
+} shortlist_args;
+
+static const char *const shortlist_keywords[] = {"vmap", "shortlist", "shortlist_first",
+                                                 "shortlist_best", "shortlist_threshold"};
+
+/* Takes the shortlist keywords out of a copy of kwargs (*rest, new
+ * reference, or NULL when kwargs is). -1 with an exception set. */
+static int take_shortlist_args(PyObject *kwargs, shortlist_args *a, PyObject **rest)
+{
+    memset(a, 0, sizeof *a);
+    *rest = kwargs ? PyDict_Copy(kwargs) : NULL;
+    if (kwargs && !*rest)
+        return -1;
+    PyObject **slot[] = {&a->vmap, &a->shortlist, &a->first, &a->best, NULL};
+    PyObject *threshold = NULL;
+    slot[4] = &threshold;
+    for (size_t i = 0; *rest && i < 5; i++) {
+        *slot[i] = PyDict_GetItemString(*rest, shortlist_keywords[i]);
+        if (*slot[i] && *slot[i] == Py_None)
+            *slot[i] = NULL;
+    }
+    if (threshold) {
+        double t = PyFloat_AsDouble(threshold);
+        if (PyErr_Occurred() || !(t >= 0.0 && t <= 1.0)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "shortlist_threshold: a probability in [0, 1]");
+            return -1;
+        }
+        a->threshold = (float)t;
+    }
+    for (size_t i = 0; *rest && i < 5; i++)
+        if (PyDict_GetItemString(*rest, shortlist_keywords[i]) &&
+            PyDict_DelItemString(*rest, shortlist_keywords[i]) != 0)
+            return -1;
+    return 0;
+}
+
+/* A count keyword: None for the file's own (or Marian's), else a whole number >= 0. */
+static int shortlist_count(PyObject *obj, const char *name, size_t *out)
+{
+    *out = TESSERA_SHORTLIST_DEFAULT_COUNT;
+    if (!obj)
+        return 0;
+    long n = PyLong_AsLong(obj);
+    if ((n == -1 && PyErr_Occurred()) || n < 0 || n > INT_MAX) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: a whole number >= 0, or None", name);
+        return -1;
+    }
+    *out = (size_t)n;
+    return 0;
+}
+
+/* The shortlists of a new translator: the one its keywords name, and its
+ * directory's vmap.txt when there is one (as CTranslate2 reads it). */
+static int load_shortlists(tsr_py_engine *e, PyObject *args, PyObject *kwargs,
+                           const shortlist_args *a)
+{
+    size_t first, best;
+    if (a->vmap && a->shortlist) {
+        PyErr_SetString(PyExc_ValueError, "vmap and shortlist: give one of them");
+        return -1;
+    }
+    if (!a->shortlist && (a->first || a->best || a->threshold != 0.0f)) {
+        PyErr_SetString(PyExc_ValueError, "shortlist_first, shortlist_best and "
+                                          "shortlist_threshold need shortlist=PATH");
+        return -1;
+    }
+    if (shortlist_count(a->first, "shortlist_first", &first) != 0 ||
+        shortlist_count(a->best, "shortlist_best", &best) != 0)
+        return -1;
+    PyObject *dir = NULL, *file = NULL;
+    PyObject *model = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0)
+                      : kwargs                   ? PyDict_GetItemString(kwargs, "model")
+                                                 : NULL;
+    if (!model || !PyUnicode_FSConverter(model, &dir))
+        return -1;
+    if ((a->vmap || a->shortlist) && !PyUnicode_FSConverter(a->vmap ? a->vmap : a->shortlist,
+                                                            &file)) {
+        Py_DECREF(dir);
+        return -1;
+    }
+    char err[TSR_PY_ERR_LEN], vmap[4200];
+    snprintf(vmap, sizeof vmap, "%s/vmap.txt", PyBytes_AS_STRING(dir));
+    const char *path = file ? PyBytes_AS_STRING(file) : NULL;
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (path && a->vmap)
+        rc = tessera_shortlist_load_vmap(e->model, e->vocab[0], e->vocab[1], path, &e->shortlist,
+                                         err, sizeof err);
+    else if (path)
+        rc = tessera_shortlist_load_lexical(e->model, e->vocab[0], e->vocab[1], path, first,
+                                            best, a->threshold, &e->shortlist, err, sizeof err);
+    struct stat st;
+    if (rc == 0 && stat(vmap, &st) == 0 && S_ISREG(st.st_mode))
+        rc = tessera_shortlist_load_vmap(e->model, e->vocab[0], e->vocab[1], vmap, &e->dir_vmap,
+                                         err, sizeof err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(dir);
+    Py_XDECREF(file);
+    if (rc != 0) {
+        tsr_py_raise(rc, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* A Model with a decoder. */
 static PyObject *translator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    translator *self = (translator *)tsr_py_model_type.tp_new(type, args, kwargs);
-    if (self && self->e.cfg->n_decoder_layers == 0) {
-        Py_DECREF(self);
-        PyErr_SetString(PyExc_ValueError,
-                        "the model has no decoder (an encoder alone): use tessera.Encoder");
+    shortlist_args a;
+    PyObject *rest;
+    if (take_shortlist_args(kwargs, &a, &rest) != 0) {
+        Py_XDECREF(rest);
         return NULL;
     }
+    translator *self = (translator *)tsr_py_model_type.tp_new(type, args, rest);
+    if (self && self->e.cfg->n_decoder_layers == 0) {
+        Py_CLEAR(self);
+        PyErr_SetString(PyExc_ValueError,
+                        "the model has no decoder (an encoder alone): use tessera.Encoder");
+    }
+    if (self && load_shortlists(&self->e, args, kwargs, &a) != 0)
+        Py_CLEAR(self);
+    Py_XDECREF(rest);
     return (PyObject *)self;
 }
 
@@ -190,22 +311,29 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
                                "sampling_topk", "sampling_topp", "sampling_temperature", "seed",
                                "min_decoding_length", "no_repeat_ngram_size",
                                "repetition_penalty", "disable_unk", "end_token", "source_lang",
-                               "target_lang", NULL};
+                               "target_lang", "use_vmap", NULL};
     tsr_py_engine *e = &self->e;
     tessera_translate_options o;
     tessera_translate_options_init(&o);
     PyObject *source, *prefix = Py_None, *end_token = Py_None, *seed = NULL;
-    int max_batch_size = 0, return_scores = 0, return_alignments = 0;
+    int max_batch_size = 0, return_scores = 0, return_alignments = 0, use_vmap = 0;
     const char *batch_type = "examples";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpOzz:translate_batch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpOzzp:translate_batch",
                                      keywords, &source, &prefix, &max_batch_size, &batch_type,
                                      &o.beam, &o.max_len, &o.n_best, &o.length_penalty,
                                      &return_scores, &return_alignments, &o.sampling_topk,
                                      &o.sampling_topp, &o.sampling_temperature, &seed,
                                      &o.min_len, &o.no_repeat_ngram, &o.repetition_penalty,
                                      &o.disable_unk, &end_token, &o.source_lang,
-                                     &o.target_lang))
+                                     &o.target_lang, &use_vmap))
         return NULL;
+    if (use_vmap && (e->shortlist || !e->dir_vmap)) {
+        PyErr_SetString(PyExc_ValueError,
+                        e->shortlist ? "use_vmap: this translator has its own shortlist"
+                                     : "use_vmap: the model directory has no vmap.txt");
+        return NULL;
+    }
+    o.shortlist = use_vmap ? e->dir_vmap : e->shortlist;
     if (seed) {
         o.seed = PyLong_AsUnsignedLongLong(seed);
         if (PyErr_Occurred()) {

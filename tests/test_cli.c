@@ -488,6 +488,72 @@ Test(cli, tokens_without_vocab_files)
     test_run_free(&r);
 }
 
+/* Vocabulary shortlists: the output keeps to a sentence's candidates (the
+ * map's for its source pieces, and the specials: unk 0, pad 1, bos 2, eos
+ * 3), and every misuse of the flags is one line naming it. */
+Test(cli, shortlist_flags)
+{
+    char *vmap = mw_path(dir, "map.txt"); /* not vmap.txt: --use-vmap finds none */
+    test_run r = translate("4 5\n", "--vmap", vmap);
+    expect_failure(&r, "--vmap", "vocab.src.txt", 0); /* pieces need the vocabularies */
+    test_run_free(&r);
+    mw_write_vocab(dir, &model->config);
+    static const char map[] = "\tt9\ns4\tt5 t6\n";
+    test_write_file(vmap, map, strlen(map));
+    r = translate("4 5\n4\n7\n", "--vmap", vmap, "--max-len", "8");
+    expect_success(&r);
+    for (char *p = r.out, *end; *p; p = end) { /* ids 0-4 and 9; 5 and 6 after source 4 */
+        long id = strtol(p, &end, 10);
+        if (end == p) {
+            end = p + 1;
+            continue;
+        }
+        cr_assert((id >= 0 && id <= 6) || id == 9, "output '%s' leaves the candidates", r.out);
+    }
+    test_run_free(&r);
+    static const struct {
+        const char *flag, *value, *flag2, *value2, *needle, *needle2;
+    } bad[] = {
+        {"--vmap", "DIR/nowhere.txt", NULL, NULL, "nowhere.txt", "cannot open"},
+        {"--vmap", "DIR/map.txt", "--shortlist", "DIR/map.txt", "give one of them", NULL},
+        {"--shortlist-best", "3", NULL, NULL, "need --shortlist FILE", NULL},
+        {"--shortlist", "DIR/map.txt", "--shortlist-threshold", "2", "--shortlist-threshold",
+         "out of range"},
+        {"--use-vmap", NULL, NULL, NULL, "--use-vmap", "has no vmap.txt"},
+        {"--shortlist", "DIR/map.txt", NULL, NULL, "map.txt: line 1", "<probability>"},
+        {"--vmap", "DIR/bad.txt", NULL, NULL, "bad.txt: line 2 has no tab", NULL},
+    };
+    char *bad_file = mw_path(dir, "bad.txt");
+    static const char no_tab[] = "\tt4\ns4 t5\n";
+    test_write_file(bad_file, no_tab, strlen(no_tab));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char value[4096], value2[4096];
+        const char *args[6] = {bad[i].flag, NULL, NULL, NULL, NULL, NULL};
+        size_t n = 1;
+        if (bad[i].value) {
+            snprintf(value, sizeof value, "%s", bad[i].value);
+            if (strncmp(value, "DIR/", 4) == 0)
+                snprintf(value, sizeof value, "%s/%s", dir, bad[i].value + 4);
+            args[n++] = value;
+        }
+        if (bad[i].flag2) {
+            args[n++] = bad[i].flag2;
+            snprintf(value2, sizeof value2, "%s", bad[i].value2);
+            if (strncmp(value2, "DIR/", 4) == 0)
+                snprintf(value2, sizeof value2, "%s/%s", dir, bad[i].value2 + 4);
+            args[n++] = value2;
+        }
+        r = translate("4 5\n", args[0], args[1], args[2], args[3]);
+        expect_failure(&r, bad[i].needle, bad[i].needle2, 0);
+        test_run_free(&r);
+    }
+    r = score("4 5\t6\n", "--vmap", vmap);
+    expect_failure(&r, "--vmap", "does not apply", 0);
+    test_run_free(&r);
+    free(vmap);
+    free(bad_file);
+}
+
 /* A vocabulary path that is a FIFO or a directory is refused at once (a plain
  * open of a FIFO would wait for a writer forever); so is a config.json that
  * is one. */

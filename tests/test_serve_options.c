@@ -261,3 +261,44 @@ Test(serve_options, a_text_prefix_answers_as_the_command, .timeout = 120)
     test_run_free(&cli);
     serve_stop(&s);
 }
+
+/* serve --vmap: every request decodes over the server's shortlist, and its
+ * answer is the command's with the same flag (which test_golden holds to
+ * PyTorch). */
+Test(serve_options, a_shortlist_answers_as_the_command, .timeout = 120)
+{
+    static const char model[] = "tests/golden/postnorm-silu-bf16";
+    char vmap[1200], model_path[1024], in_path[1200];
+    snprintf(model_path, sizeof model_path, "%s/%s", test_srcdir(), model);
+    snprintf(vmap, sizeof vmap, "%s/shortlist/vmap.txt", model_path);
+    snprintf(in_path, sizeof in_path, "%s/shortlist/vmap-beam.in", model_path);
+    char *text = test_read_file(in_path, NULL);
+    cr_assert(text, "cannot read %s", in_path);
+    char body[8192] = "{\"source\": [", *at = body + strlen(body), *words = strdup(text);
+    for (char *line = words, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0'; /* strtok cuts the copy up, not the command's input */
+        at += sprintf(at, "%s[", line == words ? "" : ", ");
+        for (char *w = strtok(line, " "); w; w = strtok(NULL, " "))
+            at += sprintf(at, "%s%s", at[-1] == '[' ? "" : ", ", w);
+        at += sprintf(at, "]");
+    }
+    free(words);
+    sprintf(at, "], \"beam\": 4, \"n_best\": 2, \"length_penalty\": 0.6, \"max_len\": 15}");
+    const char *const opts[] = {"--workers", "1", "--threads", "1", "--vmap", vmap, NULL};
+    server s;
+    serve_start(&s, model, opts);
+    http_reply r = serve_call(&s, "POST", "/v1/translate", body);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char got[8192];
+    answer_as_lines(r.body, got, sizeof got);
+    char *argv[] = {(char *)test_tessera_path(), "translate", "-m", model_path, "--ids",
+                    "--vmap", vmap, "--beam", "4", "--n-best", "2", "--length-penalty", "0.6",
+                    "--max-len", "15", NULL};
+    test_run cli = test_run_command(argv, text, NULL);
+    cr_assert_eq(cli.exit_status, 0, "%s", cli.err);
+    cr_expect_str_eq(got, cli.out, "the server's\n%sthe command's\n%s", got, cli.out);
+    test_run_free(&cli);
+    http_reply_free(&r);
+    serve_stop(&s);
+    free(text);
+}
