@@ -457,6 +457,28 @@ static const struct option all_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* The shortlist flags (cli/shortlist.c loads what they name). */
+int cli_apply_shortlist_option(int opt, const char *arg, cli_options *o)
+{
+    int n;
+    switch (opt - CLI_OPT_VMAP) {
+    case 0: o->vmap = arg; return 0;
+    case 1: o->use_vmap = 1; return 0;
+    case 2: o->shortlist = arg; return 0;
+    case 3:
+    case 4:
+        if (cli_parse_int(opt == CLI_OPT_VMAP + 3 ? "--shortlist-first" : "--shortlist-best", arg,
+                          0, INT_MAX, &n) != 0)
+            return 1;
+        *(opt == CLI_OPT_VMAP + 3 ? &o->shortlist_first : &o->shortlist_best) = (size_t)n;
+        return 0;
+    case 5:
+        o->shortlist_threshold_given = 1;
+        return cli_parse_float("--shortlist-threshold", arg, 0.0, 1.0, &o->shortlist_threshold);
+    default: return 1;
+    }
+}
+
 static int apply_option(int opt, const char *arg, cli_options *o)
 {
     tessera_translate_options *t = &o->translate;

@@ -1,8 +1,6 @@
 /* The command's vocabulary shortlists (translate, serve): --vmap FILE,
  * --use-vmap (a CTranslate2 directory's vmap.txt, as CTranslate2's
  * use_vmap) and --shortlist FILE with Marian's three numbers. */
-#include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,27 +24,6 @@ void cli_usage_shortlist(FILE *f)
             "  --shortlist-best N      text: each source word's N most probable targets (100)\n"
             "  --shortlist-threshold P text: only targets of probability above P (0)\n"
             "A binary shortlist holds its own counts: give none of the three.\n");
-}
-
-int cli_apply_shortlist_option(int opt, const char *arg, cli_options *o)
-{
-    int n;
-    switch (opt - CLI_OPT_VMAP) {
-    case 0: o->vmap = arg; return 0;
-    case 1: o->use_vmap = 1; return 0;
-    case 2: o->shortlist = arg; return 0;
-    case 3:
-    case 4:
-        if (cli_parse_int(opt == CLI_OPT_VMAP + 3 ? "--shortlist-first" : "--shortlist-best", arg,
-                          0, INT_MAX, &n) != 0)
-            return 1;
-        *(opt == CLI_OPT_VMAP + 3 ? &o->shortlist_first : &o->shortlist_best) = (size_t)n;
-        return 0;
-    case 5:
-        o->shortlist_threshold_given = 1;
-        return cli_parse_float("--shortlist-threshold", arg, 0.0, 1.0, &o->shortlist_threshold);
-    default: return 1;
-    }
 }
 
 /* The flags' file and which reader it takes; NULL when none is named. */
