@@ -1664,9 +1664,17 @@ ParameterizedTest(set_param *p, kernels, gathered_linear)
             ks->pack_linear(ks, types[t], picked.p, s->count, s->k, alone);
             tsr_packed_linear src = {.n = s->n, .k = s->k, .bias = bias.p, .panels = panels,
                                      .type = types[t]};
-            tsr_gathered_linear g;
-            cr_assert_eq(tsr_gathered_linear_pack(ks, &src, ids, s->count, &g), 0,
+            /* On one thread and on three (a block of rows each at a time):
+             * the same bytes. */
+            tsr_gathered_linear g, g1;
+            cr_assert_eq(tsr_gathered_linear_pack(ks, &src, ids, s->count, 3, &g), 0,
                          "[%s] gathering %s rows failed", set, type_names[t]);
+            cr_assert_eq(tsr_gathered_linear_pack(ks, &src, ids, s->count, 1, &g1), 0,
+                         "[%s] gathering %s rows failed", set, type_names[t]);
+            cr_assert(memcmp(g.w.panels, g1.w.panels, alone_bytes) == 0,
+                      "[%s] %s: the gathered packing differs on 1 and 3 threads", set,
+                      type_names[t]);
+            tsr_gathered_linear_free(&g1);
             cr_assert(memcmp(g.w.panels, alone, alone_bytes) == 0,
                       "[%s] %s n=%zu k=%zu: the gathered %zu rows' packing differs from "
                       "packing them alone", set, type_names[t], s->n, s->k, s->count);

@@ -3,6 +3,10 @@
 
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "base/memory.h"
 #include "core/tessera.h"
 
@@ -11,42 +15,79 @@
  * the whole's bytes from its first row on (simd/kernels.h, pack_linear). */
 #define BLOCK_UNITS 8
 
+/* One thread's room for a block: its rows as floats, or as int8 values and scales. */
+typedef struct block_room {
+    float *rows;
+    int8_t *q;
+    float *scales;
+} block_room;
+
+size_t tsr_gathered_linear_scratch_bytes(const tsr_kernels *ks, const tsr_packed_linear *src,
+                                         int threads)
+{
+    const size_t block = BLOCK_UNITS * ks->linear_n_align, k = src->k;
+    size_t one = src->type == TSR_WEIGHTS_INT8 ? block * k + block * sizeof(float)
+                                               : block * k * sizeof(float);
+    return (size_t)(threads > 0 ? threads : 1) * (one + 2 * 64); /* and each block's alignment */
+}
+
 int tsr_gathered_linear_pack(const tsr_kernels *ks, const tsr_packed_linear *src,
-                             const int32_t *ids, size_t count, tsr_gathered_linear *out)
+                             const int32_t *ids, size_t count, int threads,
+                             tsr_gathered_linear *out)
 {
     const size_t k = src->k, block = BLOCK_UNITS * ks->linear_n_align;
     const int int8 = src->type == TSR_WEIGHTS_INT8;
+    const size_t blocks = (count + block - 1) / block;
+    threads = threads < 1 ? 1 : (size_t)threads > blocks ? (int)blocks : threads;
     memset(out, 0, sizeof *out);
     out->w = (tsr_packed_linear){.n = count, .k = k, .type = src->type};
     out->w.panels = tsr_alloc(ks->pack_bytes(ks, src->type, count, k), 1);
     if (src->bias)
         out->bias = tsr_alloc_floats(count);
-    float *rows = int8 ? NULL : tsr_alloc_floats(block * k);
-    int8_t *q = int8 ? tsr_alloc(block, k) : NULL;
-    float *scales = int8 ? tsr_alloc_floats(block) : NULL;
-    if (!out->w.panels || (src->bias && !out->bias) || (int8 ? !q || !scales : !rows)) {
-        tsr_free(rows);
-        tsr_free(q);
-        tsr_free(scales);
+    block_room *room = tsr_calloc((size_t)threads, sizeof *room);
+    int failed = !out->w.panels || (src->bias && !out->bias) || !room;
+    for (int t = 0; !failed && t < threads; t++) {
+        if (int8) {
+            room[t].q = tsr_alloc(block, k);
+            room[t].scales = tsr_alloc_floats(block);
+            failed = !room[t].q || !room[t].scales;
+        } else {
+            room[t].rows = tsr_alloc_floats(block * k);
+            failed = !room[t].rows;
+        }
+    }
+    const size_t value = src->type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float);
+    if (!failed) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (long b = 0; b < (long)blocks; b++) {
+#ifdef _OPENMP
+            block_room *r = &room[omp_get_thread_num()];
+#else
+            block_room *r = &room[0];
+#endif
+            size_t r0 = (size_t)b * block, n = count - r0 < block ? count - r0 : block;
+            ks->weight_rows(ks, src, ids + r0, n, r->rows, r->q, r->scales);
+            if (int8)
+                ks->pack_linear_i8(ks, r->q, r->scales, count, k, r0, n, out->w.panels);
+            else
+                ks->pack_linear(ks, src->type, r->rows, n, k,
+                                (char *)out->w.panels + r0 * k * value);
+        }
+        if (src->bias)
+            for (size_t i = 0; i < count; i++)
+                out->bias[i] = src->bias[ids[i]];
+        out->w.bias = out->bias;
+    }
+    for (int t = 0; room && t < threads; t++) {
+        tsr_free(room[t].rows);
+        tsr_free(room[t].q);
+        tsr_free(room[t].scales);
+    }
+    tsr_free(room);
+    if (failed) {
         tsr_gathered_linear_free(out);
         return TESSERA_ERR_NOMEM;
     }
-    const size_t value = src->type == TSR_WEIGHTS_BF16 ? sizeof(uint16_t) : sizeof(float);
-    for (size_t r0 = 0; r0 < count; r0 += block) {
-        size_t n = count - r0 < block ? count - r0 : block;
-        ks->weight_rows(ks, src, ids + r0, n, rows, q, scales);
-        if (int8)
-            ks->pack_linear_i8(ks, q, scales, count, k, r0, n, out->w.panels);
-        else
-            ks->pack_linear(ks, src->type, rows, n, k, (char *)out->w.panels + r0 * k * value);
-    }
-    if (src->bias)
-        for (size_t i = 0; i < count; i++)
-            out->bias[i] = src->bias[ids[i]];
-    out->w.bias = out->bias;
-    tsr_free(rows);
-    tsr_free(q);
-    tsr_free(scales);
     return 0;
 }
 

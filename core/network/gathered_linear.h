@@ -18,10 +18,18 @@ typedef struct tsr_gathered_linear {
  * src's type: the bytes packing those rows alone would give (f32, bf16), and
  * for int8 the same values and scales, so each output column is computed
  * with exactly the bits src's column gives (simd/kernels.h: an element's
- * chain depends on k alone). TESSERA_ERR_NOMEM when out of memory; *out is
- * then empty. */
+ * chain depends on k alone). On `threads` threads of a team of its own (a
+ * block of rows each at a time; the bytes do not depend on how many).
+ * TESSERA_ERR_NOMEM when out of memory; *out is then empty. */
 int tsr_gathered_linear_pack(const tsr_kernels *ks, const tsr_packed_linear *src,
-                             const int32_t *ids, size_t count, tsr_gathered_linear *out);
+                             const int32_t *ids, size_t count, int threads,
+                             tsr_gathered_linear *out);
+
+/* The most bytes of scratch tsr_gathered_linear_pack holds beside *out, for
+ * core/runtime/plan.h: floats (f32, bf16) or bytes and scales (int8) of a
+ * block per thread. */
+size_t tsr_gathered_linear_scratch_bytes(const tsr_kernels *ks, const tsr_packed_linear *src,
+                                         int threads);
 void tsr_gathered_linear_free(tsr_gathered_linear *g);
 
 #endif

@@ -99,7 +99,7 @@ int tsr_candidates_init(tsr_candidates *c, const tsr_exec *ex, const tsr_decode_
             }
         for (size_t i = 0; i < c->cols_at[in->n]; i++)
             c->cols[i] = col_of[c->cols[i]];
-        rc = tsr_gathered_linear_pack(m->kernels, &m->generator, c->ids, c->width,
+        rc = tsr_gathered_linear_pack(m->kernels, &m->generator, c->ids, c->width, ex->threads,
                                       &c->generator);
     }
     if (rc == 0 && !(c->compact = tsr_alloc_floats(rows * c->width)))
@@ -143,7 +143,9 @@ size_t tsr_candidates_plan(const tsr_exec *ex, const tessera_translate_options *
     held = tsr_plan_add(held, tsr_plan_block(V * sizeof(int32_t)));
     held = tsr_plan_add(held, tsr_plan_aligned(ks->pack_bytes(ks, m->generator.type, V, k)));
     held = tsr_plan_add(held, tsr_plan_floats(V));
-    held = tsr_plan_add(held, tsr_plan_floats(tsr_plan_mul(8 * ks->linear_n_align, k + 1)));
+    held = tsr_plan_add(held, tsr_plan_aligned(tsr_gathered_linear_scratch_bytes(
+                                  ks, &m->generator, ex->threads)));
+    held = tsr_plan_add(held, tsr_plan_block(tsr_plan_mul((size_t)ex->threads, 64)));
     return tsr_plan_add(held, tsr_plan_floats(tsr_plan_mul(rows, V)));
 }
 
