@@ -120,7 +120,7 @@ void tsr_model_text_free(tsr_model_text *t)
 typedef struct gather {
     const tsr_text_side *side;
     tessera_tokenized *out;
-    size_t cap;
+    size_t cap, pieces_cap; /* out->ids' room, out->pieces' */
     int with_pieces;
 } gather;
 
@@ -128,20 +128,10 @@ static int push(void *arg, const char *piece, size_t len)
 {
     gather *g = arg;
     tessera_tokenized *out = g->out;
-    if (out->len == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 64;
-        int32_t *ids = tsr_realloc(out->ids, cap * sizeof *ids);
-        if (!ids)
-            return TESSERA_ERR_NOMEM;
-        out->ids = ids;
-        if (g->with_pieces) {
-            char **pieces = tsr_realloc(out->pieces, cap * sizeof *pieces);
-            if (!pieces)
-                return TESSERA_ERR_NOMEM;
-            out->pieces = pieces;
-        }
-        g->cap = cap;
-    }
+    if (tsr_grow(&out->ids, &g->cap, out->len + 1, sizeof *out->ids) != 0 ||
+        (g->with_pieces &&
+         tsr_grow(&out->pieces, &g->pieces_cap, out->len + 1, sizeof *out->pieces) != 0))
+        return TESSERA_ERR_NOMEM;
     if (g->with_pieces) {
         char *copy = tsr_malloc(len + 1);
         if (!copy)
@@ -183,7 +173,7 @@ int tsr_text_tokenize(const tsr_text_side *side, const char *text, size_t len, i
         return tsr_fail(err, err_len,
                         "%s: this tessera was built without SentencePiece: give ids or pieces",
                         side->file);
-    gather g = {side, out, 0, with_pieces};
+    gather g = {.side = side, .out = out, .with_pieces = with_pieces};
     int rc = 0;
     size_t tag = tag_length(text, len);
     if (tag && tsr_vocabulary_find(side->vocab, text, tag) >= 0) {

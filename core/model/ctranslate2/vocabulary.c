@@ -28,24 +28,9 @@ typedef struct token_list {
 
 static int push(token_list *t, const char *s, size_t len)
 {
-    if (t->n == t->n_cap) {
-        size_t cap = t->n_cap ? 2 * t->n_cap : 1024;
-        size_t *grown = tsr_realloc(t->starts, cap * sizeof *grown);
-        if (!grown)
-            return TESSERA_ERR_NOMEM;
-        t->starts = grown;
-        t->n_cap = cap;
-    }
-    if (t->used + len + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->used + len + 1)
-            cap *= 2;
-        char *grown = tsr_realloc(t->bytes, cap);
-        if (!grown)
-            return TESSERA_ERR_NOMEM;
-        t->bytes = grown;
-        t->cap = cap;
-    }
+    if (tsr_grow(&t->starts, &t->n_cap, t->n + 1, sizeof *t->starts) != 0 ||
+        tsr_grow(&t->bytes, &t->cap, t->used + len + 1, 1) != 0)
+        return TESSERA_ERR_NOMEM;
     memcpy(t->bytes + t->used, s, len);
     t->bytes[t->used + len] = '\0';
     t->starts[t->n++] = t->used;
