@@ -482,7 +482,17 @@ Test(serve, a_client_that_leaves_frees_the_worker, .timeout = 120)
     http_reply r = serve_call(&s, "POST", "/v1/translate", "{\"source\": [[5, 6, 7]]}");
     cr_expect_eq(r.status, 200, "%s", r.body);
     http_reply_free(&r);
+    /* The leaver's connection thread counts it once its wait returns, which
+     * may be after the worker has dropped its job and answered the request
+     * above (seen under make -j2 check's load): the count is polled for, up
+     * to 10 s. */
     r = serve_call(&s, "GET", "/metrics", NULL);
+    for (int tries = 0; tries < 100 && !(r.body && strstr(r.body, "kind=\"client_gone\"} 1"));
+         tries++) {
+        http_reply_free(&r);
+        usleep(100 * 1000);
+        r = serve_call(&s, "GET", "/metrics", NULL);
+    }
     long decoded = metric(r.body, "tessera_sentences_total");
     cr_expect(r.body && strstr(r.body, "tessera_errors_total{kind=\"client_gone\"} 1"), "%s",
               r.body);
