@@ -37,7 +37,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "  with shortlist_first/_best/_threshold as --shortlist-first/-best/-threshold; or\n"      \
     "  binary), that every translate_batch call then decodes over (README \"Vocabulary\n"     \
     "  shortlists\"). The model directory's vmap.txt, when it has one, is read too,\n"        \
-    "  for translate_batch(use_vmap=True) (CTranslate2's).\n"
+    "  for translate_batch(use_vmap=True) (CTranslate2's); one that cannot be read is\n"       \
+    "  that call's ValueError, not the constructor's.\n"
 
 #define TSR_PY_DOC_ENCODER                                                                       \
     "Encoder(model, compute_type='f32', workers=1, threads=0, max_memory=None)\n"              \

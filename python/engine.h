@@ -29,8 +29,11 @@ typedef struct tsr_py_engine {
     tessera_vocabulary *owned_vocab[2];
     /* A Translator's vocabulary shortlists (python/translator.c): the one
      * its constructor named, used by every call, and the model directory's
-     * vmap.txt when it has one, for use_vmap=True; NULL when none. */
+     * vmap.txt when it has one, for use_vmap=True; NULL when none. A
+     * directory's vmap.txt that cannot be read does not stop the
+     * constructor: its message waits here for a call with use_vmap=True. */
     tessera_shortlist *shortlist, *dir_vmap;
+    char dir_vmap_error[512];
 } tsr_py_engine;
 
 /* The arguments both classes take: (model, compute_type="f32", workers=1,

@@ -109,9 +109,10 @@ static int load_shortlists(tsr_py_engine *e, PyObject *args, PyObject *kwargs,
         rc = tessera_shortlist_load_lexical(e->model, e->vocab[0], e->vocab[1], path, first,
                                             best, a->threshold, &e->shortlist, err, sizeof err);
     struct stat st;
-    if (rc == 0 && stat(vmap, &st) == 0 && S_ISREG(st.st_mode))
-        rc = tessera_shortlist_load_vmap(e->model, e->vocab[0], e->vocab[1], vmap, &e->dir_vmap,
-                                         err, sizeof err);
+    if (rc == 0 && stat(vmap, &st) == 0 && S_ISREG(st.st_mode) &&
+        tessera_shortlist_load_vmap(e->model, e->vocab[0], e->vocab[1], vmap, &e->dir_vmap,
+                                    e->dir_vmap_error, sizeof e->dir_vmap_error) != 0)
+        e->dir_vmap = NULL;
     Py_END_ALLOW_THREADS
     Py_DECREF(dir);
     Py_XDECREF(file);
@@ -328,9 +329,12 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
                                      &o.target_lang, &use_vmap))
         return NULL;
     if (use_vmap && (e->shortlist || !e->dir_vmap)) {
-        PyErr_SetString(PyExc_ValueError,
-                        e->shortlist ? "use_vmap: this translator has its own shortlist"
-                                     : "use_vmap: the model directory has no vmap.txt");
+        if (!e->shortlist && e->dir_vmap_error[0])
+            PyErr_Format(PyExc_ValueError, "use_vmap: %s", e->dir_vmap_error);
+        else
+            PyErr_SetString(PyExc_ValueError,
+                            e->shortlist ? "use_vmap: this translator has its own shortlist"
+                                         : "use_vmap: the model directory has no vmap.txt");
         return NULL;
     }
     o.shortlist = use_vmap ? e->dir_vmap : e->shortlist;

@@ -70,6 +70,12 @@ def test_use_vmap_reads_the_directorys(tmp_path):
     assert as_lines(got) == command(["--vmap", VMAP, "--max-len", "20", "--n-best", "1"], src)
     plain = translator.translate_batch(src, max_decoding_length=20, return_scores=True)
     assert as_lines(plain) != as_lines(got)
+    # A vmap.txt that cannot be read: the translator still loads, and says why at use_vmap.
+    (model / "vmap.txt").write_text("no tab on this line\n")
+    translator = tessera.Translator(str(model), threads=1)
+    assert translator.translate_batch(src[:1], max_decoding_length=3)
+    with pytest.raises(ValueError, match="vmap.txt: line 1 has no tab"):
+        translator.translate_batch(src, use_vmap=True)
 
 
 def test_refusals():
