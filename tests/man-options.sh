@@ -9,6 +9,9 @@ set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
 build=${TESSERA_TEST_BUILDDIR:-.}
 tessera=$build/tests/command/tessera
+# TESSERA_TEST_RUNNER: words put before a binary of the build (qemu for a
+# cross build, tests/run-set.sh).
+runner=${TESSERA_TEST_RUNNER:-}
 page=$srcdir/docs/tessera.1
 commands="translate score encode tokenize detokenize info bench serve"
 scratch=$(mktemp -d) || exit 2
@@ -18,9 +21,10 @@ trap 'rm -rf "$scratch"' EXIT
 missing() {
     sed 's/\\-/-/g' "$1" >"$scratch/page"
     for cmd in $commands; do
-        if ! "$tessera" "$cmd" --help >"$scratch/help" 2>&1; then
-            # serve in a build without libmicrohttpd says so and exits 1
-            grep -q "not built" "$scratch/help" && continue
+        # shellcheck disable=SC2086 # the runner is words
+        if ! $runner "$tessera" "$cmd" --help >"$scratch/help" 2>&1; then
+            # serve in a build without libmicrohttpd says so ("built without") and exits 1
+            grep -q "built without" "$scratch/help" && continue
             echo "$cmd (--help failed: $(head -1 "$scratch/help"))"
             continue
         fi
