@@ -61,7 +61,7 @@ static void expect_candidates(const tsr_shortlist *s, const int32_t *src, size_t
 {
     int32_t *ids = NULL;
     size_t cap = 0, n = 0;
-    cr_assert_eq(tsr_shortlist_candidates(s, src, len, &ids, &cap, &n), 0, "%s", what);
+    cr_assert_eq(tsr_shortlist_candidates(s, src, len, NULL, 0, &ids, &cap, &n), 0, "%s", what);
     char got[256] = "", expected[256] = "";
     for (size_t i = 0; i < n; i++)
         snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[i]);
@@ -103,6 +103,19 @@ Test(shortlist, vmap_rules)
     EXPECT(s, IDS(C), IDS(W, V));
     EXPECT(s, IDS(D, D), IDS(V));
     EXPECT(s, IDS(A, B, A, B), IDS(Y, Z, V));
+    /* Appended after what the array holds, with the ids a search keeps
+     * (two lists, one repeating a candidate) sorted in; the held ids stay. */
+    int32_t *ids = tsr_malloc(sizeof *ids);
+    size_t cap = 1, n = 1;
+    ids[0] = 99;
+    static const int32_t keep[] = {X, 1}, more[] = {V};
+    const tessera_tokens also[] = {{keep, 2}, {more, 1}};
+    static const int32_t src[] = {C};
+    cr_assert_eq(tsr_shortlist_candidates(s, src, 1, also, 2, &ids, &cap, &n), 0);
+    cr_assert_eq(n, 5, "%zu ids", n);
+    cr_assert(ids[0] == 99 && ids[1] == 1 && ids[2] == X && ids[3] == W && ids[4] == V,
+              "[%d %d %d %d %d]", ids[0], ids[1], ids[2], ids[3], ids[4]);
+    tsr_free(ids);
     tsr_shortlist_free(s);
     teardown(&f);
 }

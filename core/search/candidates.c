@@ -2,7 +2,6 @@
 #include "core/search/candidates.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/errors.h"
@@ -26,48 +25,27 @@ static size_t specials(const tessera_config *cfg, const tsr_decode_batch *in,
     return n;
 }
 
-static int ascending(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Each sentence's candidates, ascending and distinct, one after the other
+/* Each sentence's candidates and the ids it keeps whatever the shortlist
+ * says (specials, its prefix), ascending and distinct, one after the other
  * in c->cols (as ids, made columns later), and their union marked. */
 static int sentence_candidates(tsr_candidates *c, const tessera_config *cfg,
                                const tsr_decode_batch *in, const tessera_translate_options *o,
                                unsigned char *marked)
 {
-    int32_t fixed[6], *list = NULL;
-    size_t n_fixed = specials(cfg, in, o, fixed), cap = 0, pool_cap = 0, at = 0;
-    int rc = 0;
-    for (size_t s = 0; rc == 0 && s < in->n; s++) {
-        size_t n = 0, prefix = in->prefix ? in->prefix[s].len : 0;
-        rc = tsr_shortlist_candidates(o->shortlist, in->src[s].ids, in->src[s].len, &list, &cap,
-                                      &n);
-        if (rc == 0)
-            rc = tsr_grow(&c->cols, &pool_cap, at + n + n_fixed + prefix, sizeof *c->cols);
-        if (rc != 0)
-            break;
-        int32_t *mine = c->cols + at;
-        memcpy(mine, list, n * sizeof *list);
-        memcpy(mine + n, fixed, n_fixed * sizeof *fixed);
-        if (prefix)
-            memcpy(mine + n + n_fixed, in->prefix[s].ids, prefix * sizeof *mine);
-        n += n_fixed + prefix;
-        qsort(mine, n, sizeof *mine, ascending);
-        size_t kept = 0;
-        for (size_t i = 0; i < n; i++)
-            if (kept == 0 || mine[i] != mine[kept - 1]) {
-                mine[kept++] = mine[i];
-                marked[mine[i]] = 1;
-            }
+    int32_t fixed[6];
+    tessera_tokens also[2] = {{fixed, specials(cfg, in, o, fixed)}, {NULL, 0}};
+    size_t pool_cap = 0, at = 0;
+    for (size_t s = 0; s < in->n; s++) {
+        if (in->prefix)
+            also[1] = in->prefix[s];
         c->cols_at[s] = at;
-        at += kept;
+        TSR_TRY(tsr_shortlist_candidates(o->shortlist, in->src[s].ids, in->src[s].len, also, 2,
+                                         &c->cols, &pool_cap, &at));
+        for (size_t i = c->cols_at[s]; i < at; i++)
+            marked[c->cols[i]] = 1;
     }
     c->cols_at[in->n] = at;
-    tsr_free(list);
-    return rc;
+    return 0;
 }
 
 int tsr_candidates_init(tsr_candidates *c, const tsr_exec *ex, const tsr_decode_batch *in,
@@ -131,21 +109,18 @@ size_t tsr_candidates_plan(const tsr_exec *ex, const tessera_translate_options *
     if (!o->shortlist)
         return 0;
     const tessera_model *m = ex->m;
-    const tsr_kernels *ks = m->kernels;
     /* The union is at most the vocabulary, and so is each sentence's list;
-     * the lists' pool grows by doubling (the old block held with the new).
-     * The gathered generator and its packing's rows, a block at a time. */
-    size_t V = (size_t)m->cfg.tgt_vocab_size, k = m->generator.k;
+     * the lists' pool grows by doubling (the old block held with the new);
+     * the marks, the columns of ids, the union; the gathered generator; the
+     * logits over the union. */
+    size_t V = (size_t)m->cfg.tgt_vocab_size;
     size_t held = tsr_plan_add(tsr_plan_block(V), tsr_plan_block(V * sizeof(int32_t)));
     held = tsr_plan_add(held, tsr_plan_block(tsr_plan_mul(b->n + 1, sizeof(size_t))));
     size_t lists = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(b->n, V), sizeof(int32_t)));
     held = tsr_plan_add(held, tsr_plan_mul(3, lists));
     held = tsr_plan_add(held, tsr_plan_block(V * sizeof(int32_t)));
-    held = tsr_plan_add(held, tsr_plan_aligned(ks->pack_bytes(ks, m->generator.type, V, k)));
-    held = tsr_plan_add(held, tsr_plan_floats(V));
-    held = tsr_plan_add(held, tsr_plan_aligned(tsr_gathered_linear_scratch_bytes(
-                                  ks, &m->generator, ex->threads)));
-    held = tsr_plan_add(held, tsr_plan_block(tsr_plan_mul((size_t)ex->threads, 64)));
+    held = tsr_plan_add(held, tsr_gathered_linear_plan(m->kernels, &m->generator, V,
+                                                       ex->threads));
     return tsr_plan_add(held, tsr_plan_floats(tsr_plan_mul(rows, V)));
 }
 

@@ -55,10 +55,12 @@ void tsr_shortlist_free(tsr_shortlist *s); /* NULL is accepted */
 size_t tsr_shortlist_source_size(const tsr_shortlist *s);
 size_t tsr_shortlist_target_size(const tsr_shortlist *s);
 
-/* Sentence src[0..len)'s candidates, ascending and distinct, into *ids
- * (grown with tsr_realloc as needed; *cap its room), *n of them.
- * TESSERA_ERR_NOMEM when out of memory. */
+/* Sentence src[0..len)'s candidates and the ids of also[0..n_also) (what a
+ * search keeps whatever the file says), ascending and distinct, appended to
+ * (*ids)[0..*n) (grown with tsr_grow as needed; *cap its room): *n grows by
+ * their count. TESSERA_ERR_NOMEM when out of memory. */
 int tsr_shortlist_candidates(const tsr_shortlist *s, const int32_t *src, size_t len,
-                             int32_t **ids, size_t *cap, size_t *n);
+                             const tessera_tokens *also, size_t n_also, int32_t **ids,
+                             size_t *cap, size_t *n);
 
 #endif

@@ -143,9 +143,11 @@ static int ascending(const void *a, const void *b)
 }
 
 int tsr_shortlist_candidates(const tsr_shortlist *s, const int32_t *src, size_t len,
-                             int32_t **ids, size_t *cap, size_t *n)
+                             const tessera_tokens *also, size_t n_also, int32_t **ids,
+                             size_t *cap, size_t *n)
 {
-    size_t have = 0;
+    const size_t start = *n;
+    size_t have = start;
 #define PUT(id_)                                                                                 \
     do {                                                                                         \
         if (grow(ids, cap, have, 1, sizeof **ids) != 0)                                          \
@@ -156,6 +158,9 @@ int tsr_shortlist_candidates(const tsr_shortlist *s, const int32_t *src, size_t 
         PUT((int32_t)i);
     for (size_t i = 0; i < s->n_fixed; i++)
         PUT(s->fixed[i]);
+    for (size_t a = 0; a < n_also; a++)
+        for (size_t i = 0; i < also[a].len; i++)
+            PUT(also[a].ids[i]);
     for (size_t i = 0; i < len; i++) {
         if (s->shared)
             PUT(src[i]);
@@ -169,12 +174,13 @@ int tsr_shortlist_candidates(const tsr_shortlist *s, const int32_t *src, size_t 
         }
     }
 #undef PUT
-    if (have > 0)
-        qsort(*ids, have, sizeof **ids, ascending);
-    size_t kept = 0;
-    for (size_t i = 0; i < have; i++)
-        if (kept == 0 || (*ids)[i] != (*ids)[kept - 1])
-            (*ids)[kept++] = (*ids)[i];
-    *n = kept;
+    int32_t *mine = *ids + start;
+    size_t count = have - start, kept = 0;
+    if (count > 0)
+        qsort(mine, count, sizeof *mine, ascending);
+    for (size_t i = 0; i < count; i++)
+        if (kept == 0 || mine[i] != mine[kept - 1])
+            mine[kept++] = mine[i];
+    *n = start + kept;
     return 0;
 }
