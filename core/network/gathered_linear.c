@@ -8,6 +8,7 @@
 #endif
 
 #include "base/memory.h"
+#include "core/runtime/plan.h"
 #include "core/tessera.h"
 
 /* Rows copied out and packed a block at a time: a block is a whole number
@@ -22,13 +23,19 @@ typedef struct block_room {
     float *scales;
 } block_room;
 
-size_t tsr_gathered_linear_scratch_bytes(const tsr_kernels *ks, const tsr_packed_linear *src,
-                                         int threads)
+size_t tsr_gathered_linear_plan(const tsr_kernels *ks, const tsr_packed_linear *src,
+                                size_t count, int threads)
 {
     const size_t block = BLOCK_UNITS * ks->linear_n_align, k = src->k;
-    size_t one = src->type == TSR_WEIGHTS_INT8 ? block * k + block * sizeof(float)
-                                               : block * k * sizeof(float);
-    return (size_t)(threads > 0 ? threads : 1) * (one + 2 * 64); /* and each block's alignment */
+    const size_t t = (size_t)(threads > 0 ? threads : 1);
+    size_t held = tsr_plan_aligned(ks->pack_bytes(ks, src->type, count, k));
+    if (src->bias)
+        held = tsr_plan_add(held, tsr_plan_floats(count));
+    size_t one = src->type == TSR_WEIGHTS_INT8
+                     ? tsr_plan_add(tsr_plan_aligned(tsr_plan_mul(block, k)), tsr_plan_floats(block))
+                     : tsr_plan_floats(tsr_plan_mul(block, k));
+    held = tsr_plan_add(held, tsr_plan_block(tsr_plan_mul(t, sizeof(block_room))));
+    return tsr_plan_add(held, tsr_plan_mul(t, one));
 }
 
 int tsr_gathered_linear_pack(const tsr_kernels *ks, const tsr_packed_linear *src,

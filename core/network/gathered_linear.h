@@ -25,11 +25,11 @@ int tsr_gathered_linear_pack(const tsr_kernels *ks, const tsr_packed_linear *src
                              const int32_t *ids, size_t count, int threads,
                              tsr_gathered_linear *out);
 
-/* The most bytes of scratch tsr_gathered_linear_pack holds beside *out, for
- * core/runtime/plan.h: floats (f32, bf16) or bytes and scales (int8) of a
- * block per thread. */
-size_t tsr_gathered_linear_scratch_bytes(const tsr_kernels *ks, const tsr_packed_linear *src,
-                                         int threads);
+/* What tsr_gathered_linear_pack holds at most for up to `count` rows of
+ * src on `threads` threads (core/runtime/plan.h): the packed rows and their
+ * bias, and each thread's block of scratch. */
+size_t tsr_gathered_linear_plan(const tsr_kernels *ks, const tsr_packed_linear *src,
+                                size_t count, int threads);
 void tsr_gathered_linear_free(tsr_gathered_linear *g);
 
 #endif
