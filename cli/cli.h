@@ -126,7 +126,7 @@ typedef struct cli_model {
     tessera_runtime **runtimes;       /* o->workers of them */
     int n_runtimes;
     cli_form form;                    /* how its lines are read and written: never DEFAULT */
-    const tessera_vocabulary *src_vocab, *tgt_vocab; /* for pieces; else NULL */
+    const tessera_vocabulary *src_vocab, *tgt_vocab; /* pieces', a shortlist's; else NULL */
     tessera_vocabulary *owned_vocab[2]; /* loaded here when the model holds none */
     char dir[4096];                   /* the directory o->model_dir resolved to */
     tessera_shortlist *shortlist;     /* cli_model_open_shortlist's, or NULL */

@@ -114,6 +114,15 @@ static int parse_text(const cli_model *cm, tessera_side side, const char *text, 
     return rc == 0 ? 0 : cli_fail(err, err_len, "out of memory");
 }
 
+/* The vocabulary lines of `side` are read and written with: pieces' form
+ * alone (a model may hold its vocabularies with lines of ids). */
+static const tessera_vocabulary *line_vocabulary(const cli_model *cm, tessera_side side)
+{
+    if (cm->form != CLI_PIECES)
+        return NULL;
+    return side == TESSERA_SOURCE ? cm->src_vocab : cm->tgt_vocab;
+}
+
 int cli_parse_side(const cli_model *cm, tessera_side side, const char *text, size_t len,
                    cli_ids *out, char *err, size_t err_len)
 {
@@ -121,7 +130,7 @@ int cli_parse_side(const cli_model *cm, tessera_side side, const char *text, siz
     if (cm->form == CLI_TEXT)
         return parse_text(cm, side, text, len, out, err, err_len);
     int source = side == TESSERA_SOURCE;
-    return cli_parse_sentence(text, len, source ? cm->src_vocab : cm->tgt_vocab,
+    return cli_parse_sentence(text, len, line_vocabulary(cm, side),
                               source ? cfg->src_vocab_size : cfg->tgt_vocab_size,
                               tessera_config_unk_id(cfg, side),
                               source ? "source" : "target", out, err, err_len);
@@ -184,7 +193,7 @@ int cli_line_side(cli_line *l, const cli_model *cm, tessera_side side, const int
                   size_t n, char *err, size_t err_len)
 {
     if (cm->form != CLI_TEXT)
-        return cli_line_ids(l, ids, n, side == TESSERA_SOURCE ? cm->src_vocab : cm->tgt_vocab) ==
+        return cli_line_ids(l, ids, n, line_vocabulary(cm, side)) ==
                        0
                    ? 0
                    : cli_fail(err, err_len, "out of memory writing output");

@@ -60,20 +60,17 @@ int cli_model_open_shortlist(const char *cmd, const cli_options *o, cli_model *c
                          "vmap.txt (give --vmap FILE)", cmd, cm->dir);
     if (o->use_vmap && access(file, F_OK) != 0)
         return cli_error("%s: --use-vmap: the model directory %s has no vmap.txt", cmd, cm->dir);
-    /* The vocabularies, read for the shortlist alone when the lines are ids
-     * (cm->src_vocab set would make them pieces); cli_model_close frees them. */
-    const tessera_vocabulary *in_form[2] = {cm->src_vocab, cm->tgt_vocab};
-    if (!in_form[0] && cli_model_load_vocabularies(cm, vmap ? "--vmap" : "--shortlist", err,
-                                                   sizeof err) != 0)
+    /* The pieces' vocabularies (loaded for lines of pieces already, or now
+     * for the shortlist alone: lines of ids stay ids, cli/input.c). */
+    if (!cm->src_vocab && cli_model_load_vocabularies(cm, vmap ? "--vmap" : "--shortlist", err,
+                                                      sizeof err) != 0)
         return cli_error("%s: %s", cmd, err);
-    const tessera_vocabulary *src = cm->src_vocab, *tgt = cm->tgt_vocab;
-    cm->src_vocab = in_form[0];
-    cm->tgt_vocab = in_form[1];
-    int rc = vmap ? tessera_shortlist_load_vmap(cm->model, src, tgt, file, &cm->shortlist, err,
-                                                sizeof err)
-                  : tessera_shortlist_load_lexical(cm->model, src, tgt, file, o->shortlist_first,
-                                                   o->shortlist_best, o->shortlist_threshold,
-                                                   &cm->shortlist, err, sizeof err);
+    int rc = vmap ? tessera_shortlist_load_vmap(cm->model, cm->src_vocab, cm->tgt_vocab, file,
+                                                &cm->shortlist, err, sizeof err)
+                  : tessera_shortlist_load_lexical(cm->model, cm->src_vocab, cm->tgt_vocab, file,
+                                                   o->shortlist_first, o->shortlist_best,
+                                                   o->shortlist_threshold, &cm->shortlist, err,
+                                                   sizeof err);
     if (rc != 0)
         return cli_error("%s: %s", cmd, err);
     t->shortlist = cm->shortlist;

@@ -20,22 +20,28 @@ typedef struct shortlist_args {
 static const char *const shortlist_keywords[] = {"vmap", "shortlist", "shortlist_first",
                                                  "shortlist_best", "shortlist_threshold"};
 
-/* Takes the shortlist keywords out of a copy of kwargs (*rest, new
- * reference, or NULL when kwargs is). -1 with an exception set. */
+/* The shortlist keywords of kwargs (borrowed from it: the caller's dict
+ * outlives the constructor), and a copy of kwargs without them for Model's
+ * (*rest, a new reference, or NULL when kwargs is). -1 with an exception set. */
 static int take_shortlist_args(PyObject *kwargs, shortlist_args *a, PyObject **rest)
 {
     memset(a, 0, sizeof *a);
     *rest = kwargs ? PyDict_Copy(kwargs) : NULL;
     if (kwargs && !*rest)
         return -1;
-    PyObject **slot[] = {&a->vmap, &a->shortlist, &a->first, &a->best, NULL};
-    PyObject *threshold = NULL;
-    slot[4] = &threshold;
-    for (size_t i = 0; *rest && i < 5; i++) {
-        *slot[i] = PyDict_GetItemString(*rest, shortlist_keywords[i]);
-        if (*slot[i] && *slot[i] == Py_None)
-            *slot[i] = NULL;
+    PyObject *given[5] = {NULL};
+    for (size_t i = 0; kwargs && i < 5; i++) {
+        given[i] = PyDict_GetItemString(kwargs, shortlist_keywords[i]);
+        if (given[i] && PyDict_DelItemString(*rest, shortlist_keywords[i]) != 0)
+            return -1;
+        if (given[i] == Py_None)
+            given[i] = NULL;
     }
+    a->vmap = given[0];
+    a->shortlist = given[1];
+    a->first = given[2];
+    a->best = given[3];
+    PyObject *threshold = given[4];
     if (threshold) {
         double t = PyFloat_AsDouble(threshold);
         if (PyErr_Occurred() || !(t >= 0.0 && t <= 1.0)) {
@@ -45,10 +51,6 @@ static int take_shortlist_args(PyObject *kwargs, shortlist_args *a, PyObject **r
         }
         a->threshold = (float)t;
     }
-    for (size_t i = 0; *rest && i < 5; i++)
-        if (PyDict_GetItemString(*rest, shortlist_keywords[i]) &&
-            PyDict_DelItemString(*rest, shortlist_keywords[i]) != 0)
-            return -1;
     return 0;
 }
 
