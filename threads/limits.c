@@ -24,22 +24,81 @@
 #define MAX_STREAMS 4
 #define MAX_THREADS 256
 
+/* While no run's threads ran together, up to this many times the runs
+ * asked for (a host's steal of a virtual CPU lasts tens of ms to seconds). */
+#define MAX_RUN_FACTOR 8
+
 /* fn(ctx, part, parts) for parts 0 .. threads - 1, on a team of `threads`
- * (a smaller team runs the missing parts on its threads). */
-static void on_team(int threads, void (*fn)(void *ctx, int part, int parts), void *ctx)
+ * (a smaller team runs the missing parts on its threads). Returns the
+ * number of threads that ran them. */
+static int on_team(int threads, void (*fn)(void *ctx, int part, int parts), void *ctx)
 {
 #ifdef _OPENMP
     if (threads > 1) {
+        int team = 1;
 #pragma omp parallel num_threads(threads)
         {
+#pragma omp single nowait
+            team = omp_get_num_threads();
             for (int part = omp_get_thread_num(); part < threads; part += omp_get_num_threads())
                 fn(ctx, part, threads);
         }
-        return;
+        return team;
     }
 #endif
     for (int part = 0; part < threads; part++)
         fn(ctx, part, threads);
+    return 1;
+}
+
+/* A timed run of fn on a team: when each part started and ended. */
+typedef struct team_run {
+    void (*fn)(void *ctx, int part, int parts);
+    void *ctx;
+    double start[MAX_THREADS], end[MAX_THREADS];
+} team_run;
+
+static void timed_part(void *ctx, int part, int parts)
+{
+    team_run *run = ctx;
+    run->start[part] = tsr_seconds();
+    run->fn(run->ctx, part, parts);
+    run->end[part] = tsr_seconds();
+}
+
+/* Runs fn on a team of `threads` (at most MAX_THREADS); its wall time in
+ * *seconds. Returns whether the parts ran side by side: for at least half
+ * of the longest part's time, all of them at once. A virtual CPU that the
+ * host takes away runs its part after the others' (or not at all until
+ * they are done), and the run then measures fewer cores than it claims: on
+ * a 2-core Zen 4 guest one bench's 2-thread FMA and int8 peaks and cache
+ * rate came out at exactly the 1-thread figures, and two of its cases at
+ * 101 and 124 % of that "limit". A smaller team than asked for (its parts
+ * run one after another by design) always counts. */
+static int team_ran_together(int threads, void (*fn)(void *ctx, int part, int parts), void *ctx,
+                             double *seconds)
+{
+    team_run run = {.fn = fn, .ctx = ctx};
+    double t0 = tsr_seconds();
+    int team = on_team(threads, timed_part, &run);
+    *seconds = tsr_seconds() - t0;
+    if (team < threads)
+        return 1;
+    return tsr_parts_overlap(run.start, run.end, threads) >= 0.5;
+}
+
+double tsr_parts_overlap(const double *start, const double *end, int parts)
+{
+    double latest_start = start[0], earliest_end = end[0], longest = 0;
+    for (int p = 0; p < parts; p++) {
+        latest_start = start[p] > latest_start ? start[p] : latest_start;
+        earliest_end = end[p] < earliest_end ? end[p] : earliest_end;
+        longest = end[p] - start[p] > longest ? end[p] - start[p] : longest;
+    }
+    if (longest <= 0)
+        return 1.0;
+    double together = earliest_end - latest_start;
+    return together > 0 ? together / longest : 0.0;
 }
 
 typedef struct peak_run {
@@ -74,17 +133,24 @@ uint64_t tsr_peak_iterations(tsr_peak_loop_fn loop, double seconds, double *ops_
 double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs)
 {
     double per_iteration;
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
     peak_run p = {loop, tsr_peak_iterations(loop, MIN_RUN_SECONDS, &per_iteration)};
     /* Every thread runs as many iterations. */
     double per_run = per_iteration * (double)p.iterations * (double)threads;
-    double best = 0;
-    for (int r = 0; r < runs; r++) {
-        double t0 = tsr_seconds();
-        on_team(threads, run_loop, &p);
-        double rate = per_run / (tsr_seconds() - t0);
-        best = rate > best ? rate : best;
+    /* The best run whose threads ran together; while there is none, more
+     * runs (up to MAX_RUN_FACTOR times as many), then the best of all. */
+    double best = 0, best_apart = 0;
+    for (int r = 0; r < runs || (best == 0 && r < MAX_RUN_FACTOR * runs); r++) {
+        double dt;
+        int together = team_ran_together(threads, run_loop, &p, &dt);
+        double rate = per_run / dt;
+        if (together)
+            best = rate > best ? rate : best;
+        else
+            best_apart = rate > best_apart ? rate : best_apart;
     }
-    return best;
+    return best > 0 ? best : best_apart;
 }
 
 /* One instance, as lscpu shows it: glibc's sysconf reports the whole
@@ -173,8 +239,9 @@ static void stream_read(void *ctx, int t, int parts)
 
 /* One sweep over the whole buffer, timed chunk by chunk: a chunk short
  * enough to run between two scheduler ticks shows the bandwidth of an
- * undisturbed core. Returns the best chunk's bytes/s. */
-static double best_chunk_of_sweep(stream_job *j, int threads)
+ * undisturbed core. Returns the best rate (bytes/s) of the chunks whose
+ * threads ran together, and in *apart the best of the others. */
+static double best_chunk_of_sweep(stream_job *j, int threads, double *apart)
 {
     size_t chunk_words = ((size_t)4 << 20) / sizeof(uint64_t);
     if (chunk_words > j->words)
@@ -183,13 +250,15 @@ static double best_chunk_of_sweep(stream_job *j, int threads)
     volatile uint64_t sink = 0;
     for (j->first = 0; j->first + chunk_words <= j->words; j->first += chunk_words) {
         j->count = chunk_words;
-        double t0 = tsr_seconds();
-        on_team(threads, stream_read, j);
-        double dt = tsr_seconds() - t0;
+        double dt;
+        int together = team_ran_together(threads, stream_read, j, &dt);
         for (int t = 0; t < threads; t++)
             sink += j->sums[t];
         double rate = (double)(j->count / j->streams / 8 * 8 * j->streams) * sizeof(uint64_t) / dt;
-        best = rate > best ? rate : best;
+        if (together)
+            best = rate > best ? rate : best;
+        else
+            *apart = rate > *apart ? rate : *apart;
     }
     (void)sink;
     return best;
@@ -222,15 +291,22 @@ double tsr_bandwidth_of_prefix(const tsr_bandwidth_buffer *b, size_t bytes, int 
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
     /* Sweeps alternate between the two patterns so that both see the same
-     * conditions. */
-    double best_one = 0, best_many = 0;
-    for (int r = 0; r < rounds; r++) {
+     * conditions; while neither has a chunk whose threads ran together,
+     * more sweeps (up to MAX_RUN_FACTOR times as many), then the best of
+     * all. */
+    double best_one = 0, best_many = 0, apart_one = 0, apart_many = 0;
+    for (int r = 0; r < rounds || (best_one == 0 && best_many == 0 && r < MAX_RUN_FACTOR * rounds);
+         r++) {
         j.streams = 1;
-        double one = best_chunk_of_sweep(&j, threads);
+        double one = best_chunk_of_sweep(&j, threads, &apart_one);
         j.streams = MAX_STREAMS;
-        double many = best_chunk_of_sweep(&j, threads);
+        double many = best_chunk_of_sweep(&j, threads, &apart_many);
         best_one = one > best_one ? one : best_one;
         best_many = many > best_many ? many : best_many;
+    }
+    if (best_one == 0 && best_many == 0) {
+        best_one = apart_one;
+        best_many = apart_many;
     }
     if (one_stream)
         *one_stream = best_one;
