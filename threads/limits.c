@@ -28,6 +28,9 @@
  * asked for (a host's steal of a virtual CPU lasts tens of ms to seconds). */
 #define MAX_RUN_FACTOR 8
 
+/* The overlap (tsr_parts_overlap) from which a run's parts ran together. */
+#define TOGETHER 0.75
+
 /* fn(ctx, part, parts) for parts 0 .. threads - 1, on a team of `threads`
  * (a smaller team runs the missing parts on its threads). Returns the
  * number of threads that ran them. */
@@ -67,24 +70,28 @@ static void timed_part(void *ctx, int part, int parts)
 }
 
 /* Runs fn on a team of `threads` (at most MAX_THREADS); its wall time in
- * *seconds. Returns whether the parts ran side by side: for at least half
- * of the longest part's time, all of them at once. A virtual CPU that the
- * host takes away runs its part after the others' (or not at all until
- * they are done), and the run then measures fewer cores than it claims: on
- * a 2-core Zen 4 guest one bench's 2-thread FMA and int8 peaks and cache
- * rate came out at exactly the 1-thread figures, and two of its cases at
- * 101 and 124 % of that "limit". A smaller team than asked for (its parts
- * run one after another by design) always counts. */
+ * *seconds. Returns whether the parts ran side by side: for at least 3/4
+ * of the longest part's time, all of them at once (on a quiet 2-core Zen
+ * 4, 96 % of one bench's 4 MiB bandwidth chunks and 50 of its 51 peak runs
+ * did; a part that waits one whole run for its core gives 1/2). A virtual
+ * CPU that the host takes away runs its part after the others' (or not at
+ * all until they are done), and the run then measures fewer cores than it
+ * claims: on a 2-core Zen 4 guest one bench's 2-thread FMA and int8 peaks
+ * and cache rate came out at exactly the 1-thread figures, and two of its
+ * cases at 101 and 124 % of that "limit". A smaller team than asked for
+ * (its parts run one after another by design) always counts. */
 static int team_ran_together(int threads, void (*fn)(void *ctx, int part, int parts), void *ctx,
                              double *seconds)
 {
-    team_run run = {.fn = fn, .ctx = ctx};
+    team_run run; /* start and end are written by every part before they are read */
+    run.fn = fn;
+    run.ctx = ctx;
     double t0 = tsr_seconds();
     int team = on_team(threads, timed_part, &run);
     *seconds = tsr_seconds() - t0;
     if (team < threads)
         return 1;
-    return tsr_parts_overlap(run.start, run.end, threads) >= 0.5;
+    return tsr_parts_overlap(run.start, run.end, threads) >= TOGETHER;
 }
 
 double tsr_parts_overlap(const double *start, const double *end, int parts)
@@ -99,6 +106,23 @@ double tsr_parts_overlap(const double *start, const double *end, int parts)
         return 1.0;
     double together = earliest_end - latest_start;
     return together > 0 ? together / longest : 0.0;
+}
+
+/* The best rate of the runs whose threads ran together, and of the others:
+ * the second is what a measurement gives when the first never came. */
+typedef struct best_rates {
+    double together, apart;
+} best_rates;
+
+static void keep_rate(best_rates *b, double rate, int together)
+{
+    double *best = together ? &b->together : &b->apart;
+    *best = rate > *best ? rate : *best;
+}
+
+static double best_rate(const best_rates *b)
+{
+    return b->together > 0 ? b->together : b->apart;
 }
 
 typedef struct peak_run {
@@ -140,17 +164,13 @@ double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs)
     double per_run = per_iteration * (double)p.iterations * (double)threads;
     /* The best run whose threads ran together; while there is none, more
      * runs (up to MAX_RUN_FACTOR times as many), then the best of all. */
-    double best = 0, best_apart = 0;
-    for (int r = 0; r < runs || (best == 0 && r < MAX_RUN_FACTOR * runs); r++) {
+    best_rates best = {0, 0};
+    for (int r = 0; r < runs || (best.together == 0 && r < MAX_RUN_FACTOR * runs); r++) {
         double dt;
         int together = team_ran_together(threads, run_loop, &p, &dt);
-        double rate = per_run / dt;
-        if (together)
-            best = rate > best ? rate : best;
-        else
-            best_apart = rate > best_apart ? rate : best_apart;
+        keep_rate(&best, per_run / dt, together);
     }
-    return best > 0 ? best : best_apart;
+    return best_rate(&best);
 }
 
 /* One instance, as lscpu shows it: glibc's sysconf reports the whole
@@ -239,14 +259,12 @@ static void stream_read(void *ctx, int t, int parts)
 
 /* One sweep over the whole buffer, timed chunk by chunk: a chunk short
  * enough to run between two scheduler ticks shows the bandwidth of an
- * undisturbed core. Returns the best rate (bytes/s) of the chunks whose
- * threads ran together, and in *apart the best of the others. */
-static double best_chunk_of_sweep(stream_job *j, int threads, double *apart)
+ * undisturbed core. Each chunk's rate (bytes/s) goes to *best. */
+static void best_chunk_of_sweep(stream_job *j, int threads, best_rates *best)
 {
     size_t chunk_words = ((size_t)4 << 20) / sizeof(uint64_t);
     if (chunk_words > j->words)
         chunk_words = j->words;
-    double best = 0;
     volatile uint64_t sink = 0;
     for (j->first = 0; j->first + chunk_words <= j->words; j->first += chunk_words) {
         j->count = chunk_words;
@@ -255,13 +273,9 @@ static double best_chunk_of_sweep(stream_job *j, int threads, double *apart)
         for (int t = 0; t < threads; t++)
             sink += j->sums[t];
         double rate = (double)(j->count / j->streams / 8 * 8 * j->streams) * sizeof(uint64_t) / dt;
-        if (together)
-            best = rate > best ? rate : best;
-        else
-            *apart = rate > *apart ? rate : *apart;
+        keep_rate(best, rate, together);
     }
     (void)sink;
-    return best;
 }
 
 int tsr_bandwidth_buffer_init(tsr_bandwidth_buffer *b, size_t bytes, int threads)
@@ -292,22 +306,18 @@ double tsr_bandwidth_of_prefix(const tsr_bandwidth_buffer *b, size_t bytes, int 
         threads = MAX_THREADS;
     /* Sweeps alternate between the two patterns so that both see the same
      * conditions; while neither has a chunk whose threads ran together,
-     * more sweeps (up to MAX_RUN_FACTOR times as many), then the best of
-     * all. */
-    double best_one = 0, best_many = 0, apart_one = 0, apart_many = 0;
-    for (int r = 0; r < rounds || (best_one == 0 && best_many == 0 && r < MAX_RUN_FACTOR * rounds);
+     * more sweeps (up to MAX_RUN_FACTOR times as many), then each
+     * pattern's best of the others. */
+    best_rates one = {0, 0}, many = {0, 0};
+    for (int r = 0;
+         r < rounds || (one.together == 0 && many.together == 0 && r < MAX_RUN_FACTOR * rounds);
          r++) {
         j.streams = 1;
-        double one = best_chunk_of_sweep(&j, threads, &apart_one);
+        best_chunk_of_sweep(&j, threads, &one);
         j.streams = MAX_STREAMS;
-        double many = best_chunk_of_sweep(&j, threads, &apart_many);
-        best_one = one > best_one ? one : best_one;
-        best_many = many > best_many ? many : best_many;
+        best_chunk_of_sweep(&j, threads, &many);
     }
-    if (best_one == 0 && best_many == 0) {
-        best_one = apart_one;
-        best_many = apart_many;
-    }
+    double best_one = best_rate(&one), best_many = best_rate(&many);
     if (one_stream)
         *one_stream = best_one;
     return best_many > best_one ? best_many : best_one;

@@ -29,7 +29,7 @@ double tsr_measure_peak(tsr_peak_loop_fn loop, int threads, int runs);
 /* How much of a team's run its parts ran side by side: the time all of
  * them ran at once (from the latest start to the earliest end) over the
  * longest part's time, 0 when some part started after another ended. The
- * peaks and bandwidths keep only runs where this is at least 1/2. */
+ * peaks and bandwidths keep only runs where this is at least 3/4. */
 double tsr_parts_overlap(const double *start, const double *end, int parts);
 
 /* The largest cache of CPU 0 (sysfs, else sysconf), 0 when unknown. */
