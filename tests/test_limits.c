@@ -6,10 +6,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "threads/limits.h"
 
 Test(limits, parts_that_ran_at_once_overlap_fully)
@@ -41,46 +37,26 @@ Test(limits, one_part_always_overlaps_itself)
 /* A loop that no two threads can run at once: every run's parts are one
  * after another, as under a host that lends one core at a time (the part
  * that waits starts its clock with the other, so its overlap is 1/2, as
- * when a host takes its core for one whole run). */
+ * when a host takes its core for one whole run). Not a deterministic
+ * rejection: should the holder be preempted while the other waits, their
+ * overlap grows past 3/4 and that run counts (seen in make distcheck
+ * under load), so the test asks only for a rate, and counts no retries. */
 static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
-
-static int serialized_calls;
 
 static double serialized_loop(uint64_t iterations)
 {
     volatile double x = 0;
     pthread_mutex_lock(&one_at_a_time);
-    serialized_calls++;
     for (uint64_t i = 0; i < iterations; i++)
         x = x + 1.0;
     pthread_mutex_unlock(&one_at_a_time);
     return (double)iterations;
 }
 
-static int team_of_two(void)
-{
-    int team = 1;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(2)
-    {
-#pragma omp single
-        team = omp_get_num_threads();
-    }
-#endif
-    return team == 2;
-}
-
 Test(limits, a_team_that_never_runs_together_still_gets_its_best_rate)
 {
-    /* Every run is rejected; the retries end and the best of them is
+    /* Most or all runs are rejected; the retries end and the best is
      * returned (no timing is asserted: only that a rate comes back). */
-    serialized_calls = 0;
     cr_expect_gt(tsr_measure_peak(serialized_loop, 2, 2), 0.0);
-    /* No run counted, so 8 times the 2 runs asked for were made, each by
-     * both threads: 32 calls besides the sizing ones (a limit that kept
-     * every run would make 4). Without a team of two (a build without
-     * OpenMP), the parts run one after another by design and count. */
-    if (team_of_two())
-        cr_expect_geq(serialized_calls, 32);
     cr_expect_gt(tsr_measure_peak(serialized_loop, 1, 2), 0.0);
 }
