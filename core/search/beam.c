@@ -158,6 +158,20 @@ static int candidate_before(const candidate *a, const candidate *b)
     return a->token < b->token;
 }
 
+/* Values of a row passed over at once when none is above the last kept one. */
+#define SKIP_BLOCK 16
+
+/* Whether any of lp[0, SKIP_BLOCK) is above `last`: comparisons OR'ed
+ * together, which the compiler turns into vector compares (a NaN compares
+ * false, as in the one-value test). */
+static int any_above(const float *lp, float last)
+{
+    int any = 0;
+    for (size_t i = 0; i < SKIP_BLOCK; i++)
+        any |= lp[i] > last;
+    return any;
+}
+
 /* Keeps the `keep` best (hyp, token) pairs of one log-probability row in
  * `best` (sorted), by insertion: keep is small. Returns how many.
  *
@@ -165,13 +179,20 @@ static int candidate_before(const candidate *a, const candidate *b)
  * last kept one's (equal scores go to the lower token, and tokens come in
  * order), and base + lp is monotonic in lp, so a log-probability not above
  * the last kept one's cannot enter: one float comparison passes over almost
- * all of a row (int8 beam4 on base: 1.02x). */
+ * all of a row (int8 beam4 on base: 1.02x), and a block of SKIP_BLOCK with
+ * none above it is passed over whole: one value at a time, a branch a value,
+ * the scan was 9 % of an argos-shaped int8 beam4 (50k columns, AMD Zen 4). */
 static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_t keep,
                          candidate *best)
 {
     size_t have = 0;
     float last_lp = -INFINITY; /* lp of best[keep - 1] once have == keep */
     for (size_t v = 0; v < V; v++) {
+        if (have == keep && v % SKIP_BLOCK == 0 && v + SKIP_BLOCK <= V &&
+            !any_above(lp + v, last_lp)) {
+            v += SKIP_BLOCK - 1;
+            continue;
+        }
         if (have == keep && !(lp[v] > last_lp))
             continue;
         candidate c = {base + (double)lp[v], h, (int32_t)v};
