@@ -1,15 +1,19 @@
 /* The pieces of the decoding options on their own (README "Decoding
  * options"): the random stream against SplitMix64's published outputs, the
- * sampler against distributions worked out by hand, and each rule on rows
- * whose answer is written down here. End to end against PyTorch is
+ * sampler against distributions worked out by hand, each rule on rows
+ * whose answer is written down here, and the greedy choice among a
+ * shortlist's candidates against the choice on the vocabulary's row. End to end against PyTorch is
  * test_golden's options_against_pytorch. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/model/model.h"
+#include "core/network/output_head.h"
 #include "core/search/decode_rules.h"
 #include "core/search/sampling.h"
+#include "tests/model_writer.h"
 
 /* Every uniform of a stream is an output of SplitMix64 from state `key`:
  * (x >> 11) * 2^-53. These are the generator's published first outputs for
@@ -186,4 +190,77 @@ Test(decoding, unk_and_min_len_masks)
     tsr_rules_apply(&r, z3, longer, 3); /* min_len reached: eos and end allowed */
     cr_expect(z3[2] == 0 && z3[5] == 0 && z3[1] == -INFINITY);
     cr_expect(tsr_rules_ends(&r, 2) && tsr_rules_ends(&r, 5) && !tsr_rules_ends(&r, 1));
+}
+
+/* tsr_head_best_among (a shortlist's candidates alone, greedy decoding's
+ * path under a shortlist) against tsr_head_best on the vocabulary's row
+ * with -inf outside the candidates: the same id, and the log-probability of
+ * the same softmax up to its sum's order (within a few ulps), with eos and
+ * the banned ids among the candidates and the likeliest, before and past
+ * min_target_length, the bans before and after the softmax. */
+Test(decoding, best_among_candidates_is_the_best_of_the_row)
+{
+    enum { TGT = 40 };
+    for (int ban_logits = 0; ban_logits < 2; ban_logits++) {
+        tessera_config cfg;
+        mw_tiny_config(&cfg);
+        cfg.tgt_vocab_size = TGT;
+        cfg.banned_target_ids[0] = 7;
+        cfg.banned_target_ids[1] = 11;
+        cfg.n_banned_target_ids = 2;
+        cfg.ban_logits = ban_logits;
+        cfg.min_target_length = 2;
+        tessera_model *m;
+        char err[256];
+        cr_assert_eq(tessera_model_random(&cfg, 5, &m, err, sizeof err), 0, "%s", err);
+        const tsr_exec ex = {.m = m, .ks = m->kernels, .threads = 1};
+        unsigned x = 99;
+        int chose_eos = 0, chose_other = 0;
+        for (int trial = 0; trial < 60; trial++) {
+            float row[TGT], full[TGT], compact[TGT];
+            int32_t ids[TGT];
+            size_t n = 0;
+            for (int v = 0; v < TGT; v++) {
+                x = x * 1103515245u + 12345u;
+                row[v] = (float)((x >> 8) % 10000) / 1000.0f - 5.0f;
+                /* eos on every other trial, 7 on every third, the rest at random */
+                int take = v == cfg.eos_id ? trial % 2 == 0 : v == 7 ? trial % 3 == 0 : (x >> 4) & 1;
+                if (take)
+                    ids[n++] = v;
+            }
+            if (trial == 59) { /* nothing but what is banned below min_target_length */
+                n = 0;
+                ids[n++] = cfg.eos_id < 7 ? cfg.eos_id : 7;
+                ids[n++] = cfg.eos_id < 7 ? 7 : cfg.eos_id;
+            }
+            /* The likeliest: eos, then a banned id, then whatever comes. */
+            if (trial % 4 == 0)
+                row[cfg.eos_id] = 9.0f;
+            else if (trial % 4 == 1)
+                row[7] = 9.0f;
+            for (size_t len = 0; len < 4; len++) {
+                for (int v = 0; v < TGT; v++)
+                    full[v] = -INFINITY;
+                for (size_t i = 0; i < n; i++) {
+                    full[ids[i]] = row[ids[i]];
+                    compact[i] = row[ids[i]];
+                }
+                float want_lp = 0, got_lp = 0;
+                int32_t want = tsr_head_best(&ex, full, len, &want_lp);
+                int32_t got = tsr_head_best_among(&ex, compact, ids, n, len, &got_lp);
+                cr_assert_eq(got, want, "ban_logits %d trial %d len %zu: %d chosen, not %d",
+                             ban_logits, trial, len, got, want);
+                if (want >= 0)
+                    cr_assert(fabsf(got_lp - want_lp) <= 4e-7f * fmaxf(1.0f, fabsf(want_lp)),
+                              "ban_logits %d trial %d len %zu: log-prob %.9g, not %.9g",
+                              ban_logits, trial, len, (double)got_lp, (double)want_lp);
+                chose_eos += want == cfg.eos_id;
+                chose_other += want >= 0 && want != cfg.eos_id;
+            }
+        }
+        /* Both kinds of answer were asked about. */
+        cr_assert(chose_eos > 0 && chose_other > 0, "eos chosen %d times, others %d", chose_eos,
+                  chose_other);
+        tessera_model_free(m);
+    }
 }

@@ -73,6 +73,10 @@ static void setup(tessera_compute_type type)
     cfg.src_vocab_size = SRC_VOCAB;
     cfg.tgt_vocab_size = TGT_VOCAB;
     cfg.max_positions = 64;
+    /* Ids the model bans: each search must keep them out over a
+     * shortlist's candidates as over the vocabulary. */
+    for (int i = 0; i < 8; i++)
+        cfg.banned_target_ids[cfg.n_banned_target_ids++] = 10 + 3 * i;
     tessera_load_options load;
     tessera_load_options_init(&load);
     load.compute_type = type;

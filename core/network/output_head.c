@@ -24,6 +24,28 @@ static void ban(const tessera_config *c, size_t len, float *row)
         row[c->eos_id] = -INFINITY;
 }
 
+/* ban() over a row holding the logits of ids[0, n) (ascending): each banned
+ * id found there. */
+static void ban_among(const tessera_config *c, size_t len, const int32_t *ids, size_t n,
+                      float *row)
+{
+    for (int i = -1; i < c->n_banned_target_ids; i++) {
+        int32_t id = i < 0 ? c->eos_id : c->banned_target_ids[i];
+        if (i < 0 && len >= (size_t)c->min_target_length)
+            continue;
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ids[mid] < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && ids[lo] == id)
+            row[lo] = -INFINITY;
+    }
+}
+
 /* Bans taken before the softmax (banned_target_ids_mode "logits": the
  * others renormalised) or after it ("log_probs"). */
 static int bans_before(const tessera_config *c, size_t len)
@@ -74,4 +96,25 @@ int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob
         return -1;
     *logprob = row[tok] - lse;
     return tok;
+}
+
+int32_t tsr_head_best_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
+                            size_t len, float *logprob)
+{
+    const tessera_config *c = &ex->m->cfg;
+    if (n == 0)
+        return -1;
+    if (bans_before(c, len))
+        ban_among(c, len, ids, n, row);
+    float lse = ex->ks->logsumexp(row, n);
+    if (lse == -INFINITY)
+        return -1;
+    if (bans_after(c, len))
+        ban_among(c, len, ids, n, row);
+    size_t best = ex->ks->argmax(row, n);
+    /* All NaN: argmax's 0 (a vocabulary's row would have given a -inf id). */
+    if (!(row[best] > -INFINITY))
+        return -1;
+    *logprob = row[best] - lse;
+    return ids[best];
 }

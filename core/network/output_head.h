@@ -37,4 +37,10 @@ float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok);
  * banned them all). The banned ids of the row become -inf. */
 int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob);
 
+/* tsr_head_best over a row that holds only the logits of ids[0, n)
+ * (ascending): as over the vocabulary's row with every other logit -inf (a
+ * shortlist's), without that row. Returns the id, or -1. */
+int32_t tsr_head_best_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
+                            size_t len, float *logprob);
+
 #endif

@@ -75,11 +75,17 @@ int tsr_candidates_init(tsr_candidates *c, const tsr_exec *ex, const tsr_decode_
                 col_of[v] = (int32_t)j;
                 c->ids[j++] = (int32_t)v;
             }
-        for (size_t i = 0; i < c->cols_at[in->n]; i++)
+        const size_t listed = c->cols_at[in->n];
+        c->col_ids = tsr_malloc((listed ? listed : 1) * sizeof *c->col_ids);
+        rc = c->col_ids ? 0 : TESSERA_ERR_NOMEM;
+        for (size_t i = 0; rc == 0 && i < listed; i++) {
+            c->col_ids[i] = c->cols[i];
             c->cols[i] = col_of[c->cols[i]];
+        }
+    }
+    if (rc == 0)
         rc = tsr_gathered_linear_pack(m->kernels, &m->generator, c->ids, c->width, ex->threads,
                                       &c->generator);
-    }
     if (rc == 0 && !(c->compact = tsr_alloc_floats(rows * c->width)))
         rc = TESSERA_ERR_NOMEM;
     tsr_free(marked);
@@ -99,6 +105,7 @@ void tsr_candidates_free(tsr_candidates *c)
     tsr_free(c->ids);
     tsr_free(c->cols_at);
     tsr_free(c->cols);
+    tsr_free(c->col_ids);
     tsr_free(c->compact);
     memset(c, 0, sizeof *c);
 }
@@ -119,6 +126,7 @@ size_t tsr_candidates_plan(const tsr_exec *ex, const tessera_translate_options *
     size_t lists = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(b->n, V), sizeof(int32_t)));
     held = tsr_plan_add(held, tsr_plan_mul(3, lists));
     held = tsr_plan_add(held, tsr_plan_block(V * sizeof(int32_t)));
+    held = tsr_plan_add(held, lists); /* col_ids, as long as the lists */
     held = tsr_plan_add(held, tsr_gathered_linear_plan(m->kernels, &m->generator, V,
                                                        ex->threads));
     return tsr_plan_add(held, tsr_plan_floats(tsr_plan_mul(rows, V)));
@@ -147,4 +155,21 @@ void tsr_candidates_logits(const tsr_exec *ex, const tsr_candidates *c, const fl
     }
     tsr_work_end(ex, began);
     tsr_work_add(ex, 0.0, 0.0, 4.0 * (double)rows * (double)(V + width));
+}
+
+void tsr_candidates_compact_logits(const tsr_exec *ex, const tsr_candidates *c,
+                                   const float *hidden, size_t rows)
+{
+    tsr_op_linear(ex, &c->generator.w, hidden, ex->m->d, rows, TSR_ACT_NONE, NULL, 0, c->compact,
+                  c->width);
+}
+
+int32_t tsr_candidates_best(const tsr_exec *ex, const tsr_candidates *c, size_t r, size_t s,
+                            size_t len, float *scratch, float *logprob)
+{
+    const float *z = c->compact + r * c->width;
+    const size_t at = c->cols_at[s], n = c->cols_at[s + 1] - at;
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = z[c->cols[at + i]];
+    return tsr_head_best_among(ex, scratch, c->col_ids + at, n, len, logprob);
 }

@@ -6,7 +6,11 @@
  * logits is then its sentence's candidates' logits (the same bits the full
  * generator gives them) and -inf everywhere else: every search reads it as
  * it reads a full row (rules, bans, softmax, argmax, sampling, top-k), so
- * the softmax is over the candidates and nothing else changes. */
+ * the softmax is over the candidates and nothing else changes. Greedy
+ * decoding without rules, prefixes or sampling reads each sentence's
+ * candidates alone instead (tsr_candidates_best): the vocabulary's row of
+ * -inf around them, written and read at every step, was a tenth of an
+ * argos-shaped int8 greedy batch under a 2000-candidate shortlist. */
 #ifndef TSR_CORE_SEARCH_CANDIDATES_H
 #define TSR_CORE_SEARCH_CANDIDATES_H
 
@@ -22,6 +26,7 @@ typedef struct tsr_candidates {
     size_t width;
     size_t *cols_at; /* [n + 1]: sentence s's columns are cols[cols_at[s] .. cols_at[s + 1]) */
     int32_t *cols;   /* columns of ids[], ascending within a sentence */
+    int32_t *col_ids; /* ids[cols[i]]: each sentence's candidates, ascending */
     float *compact;  /* [rows][width]: the logits over ids[] */
 } tsr_candidates;
 
@@ -45,5 +50,22 @@ size_t tsr_candidates_plan(const tsr_exec *ex, const tessera_translate_options *
  * team calls it, and it ends with a barrier. */
 void tsr_candidates_logits(const tsr_exec *ex, const tsr_candidates *c, const float *hidden,
                            const tsr_decode_seq *seqs, size_t rows, float *logits);
+
+/* Under a shortlist (c->on), the generator's logits over the batch's
+ * candidates alone, into c->compact: what tsr_candidates_best reads. An
+ * operation of core/network/ops.h, as tsr_candidates_logits. */
+void tsr_candidates_compact_logits(const tsr_exec *ex, const tsr_candidates *c,
+                                   const float *hidden, size_t rows);
+
+/* tsr_head_best of row r (of sentence s, a hypothesis of len tokens) of
+ * tsr_candidates_compact_logits, over the sentence's candidates gathered
+ * into scratch (as many floats as it has), without writing and reading the
+ * vocabulary's -inf around them: the token tsr_head_best gives on
+ * tsr_candidates_logits' row, and the log-probability of the same softmax
+ * over the same candidates, its double sum taken in another order (a last
+ * bit may differ, once in about 10^8 values); with every id a candidate,
+ * the same bits. */
+int32_t tsr_candidates_best(const tsr_exec *ex, const tsr_candidates *c, size_t r, size_t s,
+                            size_t len, float *scratch, float *logprob);
 
 #endif

@@ -102,8 +102,20 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
          * team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(ex->threads)
         {
-            tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
-            if (g->plain) {
+            if (g->plain && g->candidates.on) {
+                /* Each row's best among its sentence's candidates alone. */
+                tsr_candidates_compact_logits(ex, &g->candidates, hidden, active);
+                double began = tsr_work_begin(ex);
+#pragma omp for schedule(static) nowait
+                for (long li = 0; li < (long)active; li++) {
+                    size_t s = g->seqs[li].sentence;
+                    g->next[li] = tsr_candidates_best(ex, &g->candidates, (size_t)li, s,
+                                                      g->len[s], logits->p + (size_t)li * V,
+                                                      &g->step_logprob[li]);
+                }
+                tsr_work_end(ex, began);
+            } else if (g->plain) {
+                tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
                 double began = tsr_work_begin(ex);
 #pragma omp for schedule(static) nowait
                 for (long li = 0; li < (long)active; li++)
@@ -112,6 +124,7 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
                                                 &g->step_logprob[li]);
                 tsr_work_end(ex, began);
             } else {
+                tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
                 double began = tsr_work_begin(ex);
 #pragma omp for schedule(static) nowait
                 for (long li = 0; li < (long)active; li++)
