@@ -192,9 +192,10 @@ Test(decoding, unk_and_min_len_masks)
     cr_expect(tsr_rules_ends(&r, 2) && tsr_rules_ends(&r, 5) && !tsr_rules_ends(&r, 1));
 }
 
-/* tsr_head_best_among (a shortlist's candidates alone, greedy decoding's
- * path under a shortlist) against tsr_head_best on the vocabulary's row
- * with -inf outside the candidates: the same id, and the log-probability of
+/* tsr_head_best_among and tsr_head_log_softmax_among (a shortlist's
+ * candidates alone, greedy's and beam search's paths under a shortlist)
+ * against tsr_head_best and tsr_head_log_softmax on the vocabulary's row
+ * with -inf outside the candidates: the same id, and log-probabilities of
  * the same softmax up to its sum's order (within a few ulps), with eos and
  * the banned ids among the candidates and the likeliest, before and past
  * min_target_length, the bans before and after the softmax. */
@@ -254,6 +255,24 @@ Test(decoding, best_among_candidates_is_the_best_of_the_row)
                     cr_assert(fabsf(got_lp - want_lp) <= 4e-7f * fmaxf(1.0f, fabsf(want_lp)),
                               "ban_logits %d trial %d len %zu: log-prob %.9g, not %.9g",
                               ban_logits, trial, len, (double)got_lp, (double)want_lp);
+                /* The log-softmax over them (beam search's): each candidate's as on
+                 * the vocabulary's row, banned ones -inf. */
+                for (int v = 0; v < TGT; v++)
+                    full[v] = -INFINITY;
+                for (size_t i = 0; i < n; i++) {
+                    full[ids[i]] = row[ids[i]];
+                    compact[i] = row[ids[i]];
+                }
+                tsr_head_log_softmax(&ex, full, (long)len);
+                tsr_head_log_softmax_among(&ex, compact, ids, n, (long)len);
+                for (size_t i = 0; i < n; i++) {
+                    float w = full[ids[i]], g = compact[i];
+                    cr_assert(w == g || (isnan(w) && isnan(g)) ||
+                                  (isfinite(w) && isfinite(g) &&
+                                   fabsf(g - w) <= 4e-7f * fmaxf(1.0f, fabsf(w))),
+                              "ban_logits %d trial %d len %zu: id %d's log-prob %.9g, not %.9g",
+                              ban_logits, trial, len, ids[i], (double)g, (double)w);
+                }
                 chose_eos += want == cfg.eos_id;
                 chose_other += want >= 0 && want != cfg.eos_id;
             }

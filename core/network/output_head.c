@@ -24,6 +24,19 @@ static void ban(const tessera_config *c, size_t len, float *row)
         row[c->eos_id] = -INFINITY;
 }
 
+size_t tsr_head_position(const int32_t *ids, size_t n, int32_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ban() over a row holding the logits of ids[0, n) (ascending): each banned
  * id found there. */
 static void ban_among(const tessera_config *c, size_t len, const int32_t *ids, size_t n,
@@ -33,16 +46,9 @@ static void ban_among(const tessera_config *c, size_t len, const int32_t *ids, s
         int32_t id = i < 0 ? c->eos_id : c->banned_target_ids[i];
         if (i < 0 && len >= (size_t)c->min_target_length)
             continue;
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (ids[mid] < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < n && ids[lo] == id)
-            row[lo] = -INFINITY;
+        size_t at = tsr_head_position(ids, n, id);
+        if (at < n && ids[at] == id)
+            row[at] = -INFINITY;
     }
 }
 
@@ -96,6 +102,18 @@ int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob
         return -1;
     *logprob = row[tok] - lse;
     return tok;
+}
+
+void tsr_head_log_softmax_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
+                                long choosing_len)
+{
+    const tessera_config *c = &ex->m->cfg;
+    size_t len = (size_t)choosing_len;
+    if (choosing_len >= 0 && bans_before(c, len))
+        ban_among(c, len, ids, n, row);
+    ex->ks->log_softmax(row, n, row);
+    if (choosing_len >= 0 && bans_after(c, len))
+        ban_among(c, len, ids, n, row);
 }
 
 int32_t tsr_head_best_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,

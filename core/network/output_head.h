@@ -37,6 +37,15 @@ float tsr_head_logprob(const tsr_exec *ex, const float *row, int32_t tok);
  * banned them all). The banned ids of the row become -inf. */
 int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob);
 
+/* The position of id in ids[0, n) (ascending: a shortlist's candidates), or
+ * where it would go (n when it is past them all). */
+size_t tsr_head_position(const int32_t *ids, size_t n, int32_t id);
+
+/* tsr_head_log_softmax over a row that holds only the logits of ids[0, n)
+ * (ascending), as over the vocabulary's row with every other logit -inf. */
+void tsr_head_log_softmax_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
+                                long choosing_len);
+
 /* tsr_head_best over a row that holds only the logits of ids[0, n)
  * (ascending): as over the vocabulary's row with every other logit -inf (a
  * shortlist's), without that row. Returns the id, or -1. */

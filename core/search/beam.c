@@ -173,7 +173,9 @@ static int any_above(const float *lp, float last)
 }
 
 /* Keeps the `keep` best (hyp, token) pairs of one log-probability row in
- * `best` (sorted), by insertion: keep is small. Returns how many.
+ * `best` (sorted), by insertion: keep is small. Returns how many. The row
+ * holds the log-probabilities of ids[0, V) (ascending), or of the whole
+ * vocabulary when ids is NULL.
  *
  * Once `keep` are kept, a token enters only with a score strictly above the
  * last kept one's (equal scores go to the lower token, and tokens come in
@@ -182,8 +184,8 @@ static int any_above(const float *lp, float last)
  * all of a row (int8 beam4 on base: 1.02x), and a block of SKIP_BLOCK with
  * none above it is passed over whole: one value at a time, a branch a value,
  * the scan was 9 % of an argos-shaped int8 beam4 (50k columns, AMD Zen 4). */
-static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_t keep,
-                         candidate *best)
+static size_t top_of_row(const float *lp, size_t V, const int32_t *ids, size_t h, double base,
+                         size_t keep, candidate *best)
 {
     size_t have = 0;
     float last_lp = -INFINITY; /* lp of best[keep - 1] once have == keep */
@@ -195,7 +197,7 @@ static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_
         }
         if (have == keep && !(lp[v] > last_lp))
             continue;
-        candidate c = {base + (double)lp[v], h, (int32_t)v};
+        candidate c = {base + (double)lp[v], h, ids ? ids[v] : (int32_t)v};
         if ((have == keep && !candidate_before(&c, &best[have - 1])) || lp[v] == -INFINITY)
             continue; /* -inf: a token the rules forbid */
         size_t j = have < keep ? have++ : keep - 1;
@@ -205,7 +207,8 @@ static size_t top_of_row(const float *lp, size_t V, size_t h, double base, size_
         }
         best[j] = c;
         if (have == keep)
-            last_lp = lp[best[keep - 1].token];
+            last_lp = lp[ids ? tsr_head_position(ids, V, best[keep - 1].token)
+                             : (size_t)best[keep - 1].token];
     }
     return have;
 }
@@ -382,15 +385,30 @@ static int step(search *b, char *err, size_t err_len)
         hidden = tsr_decoder_drop_leading_rows(&b->dec, b->seqs, rows, k - 1);
     /* The output head's logits, then each row's log-softmax and best pairs,
      * split over the team by rows. */
+    /* Under a shortlist, without rules or a prefix, each row's log-softmax
+     * and best pairs over its sentence's candidates alone (the vocabulary's
+     * row of -inf around them costs O(V) a row). */
+    const int compact = b->candidates.on && !b->rules.active && !b->prefix;
 #pragma omp parallel num_threads(b->ex->threads)
     {
-        tsr_candidates_logits(b->ex, &b->candidates, hidden, b->seqs, rows, b->logits.p);
+        if (compact)
+            tsr_candidates_compact_logits(b->ex, &b->candidates, hidden, rows);
+        else
+            tsr_candidates_logits(b->ex, &b->candidates, hidden, b->seqs, rows, b->logits.p);
         double began = tsr_work_begin(b->ex);
 #pragma omp for schedule(static) nowait
         for (long lr = 0; lr < (long)rows; lr++) {
             size_t r = (size_t)lr, keep = 2 * b->N, si = b->seqs[r].sentence;
             float *lp = b->logits.p + r * b->V;
             const hyp *h = &b->sent[si].live[b->row_hyp[r]];
+            if (compact) {
+                const int32_t *ids;
+                size_t n = tsr_candidates_row(&b->candidates, r, si, lp, &ids);
+                tsr_head_log_softmax_among(b->ex, lp, ids, n, (long)h->len);
+                b->n_top[r] = top_of_row(lp, n, ids, b->row_hyp[r], b->row_score[r], keep,
+                                         b->tops + r * keep);
+                continue;
+            }
             if (b->prefix && h->len < b->prefix[si].len) {
                 /* Forced: the prefix token is the only candidate, scored by
                  * the model as it is. */
@@ -403,7 +421,7 @@ static int step(search *b, char *err, size_t err_len)
             if (b->rules.active)
                 tsr_rules_apply(&b->rules, lp, h->tokens, h->len);
             tsr_head_log_softmax(b->ex, lp, (long)h->len);
-            b->n_top[r] = top_of_row(lp, b->V, b->row_hyp[r], b->row_score[r], keep,
+            b->n_top[r] = top_of_row(lp, b->V, NULL, b->row_hyp[r], b->row_score[r], keep,
                                      b->tops + r * keep);
         }
         tsr_work_end(b->ex, began);

@@ -164,12 +164,21 @@ void tsr_candidates_compact_logits(const tsr_exec *ex, const tsr_candidates *c,
                   c->width);
 }
 
-int32_t tsr_candidates_best(const tsr_exec *ex, const tsr_candidates *c, size_t r, size_t s,
-                            size_t len, float *scratch, float *logprob)
+size_t tsr_candidates_row(const tsr_candidates *c, size_t r, size_t s, float *row,
+                          const int32_t **ids)
 {
     const float *z = c->compact + r * c->width;
     const size_t at = c->cols_at[s], n = c->cols_at[s + 1] - at;
     for (size_t i = 0; i < n; i++)
-        scratch[i] = z[c->cols[at + i]];
-    return tsr_head_best_among(ex, scratch, c->col_ids + at, n, len, logprob);
+        row[i] = z[c->cols[at + i]];
+    *ids = c->col_ids + at;
+    return n;
+}
+
+int32_t tsr_candidates_best(const tsr_exec *ex, const tsr_candidates *c, size_t r, size_t s,
+                            size_t len, float *scratch, float *logprob)
+{
+    const int32_t *ids;
+    size_t n = tsr_candidates_row(c, r, s, scratch, &ids);
+    return tsr_head_best_among(ex, scratch, ids, n, len, logprob);
 }

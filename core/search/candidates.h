@@ -7,9 +7,10 @@
  * generator gives them) and -inf everywhere else: every search reads it as
  * it reads a full row (rules, bans, softmax, argmax, sampling, top-k), so
  * the softmax is over the candidates and nothing else changes. Greedy
- * decoding without rules, prefixes or sampling reads each sentence's
- * candidates alone instead (tsr_candidates_best): the vocabulary's row of
- * -inf around them, written and read at every step, was a tenth of an
+ * decoding without rules, prefixes or sampling, and beam search without
+ * rules or prefixes, read each sentence's candidates alone instead
+ * (tsr_candidates_row, tsr_candidates_best): the vocabulary's row of -inf
+ * around them, written and read at every step, was a tenth of an
  * argos-shaped int8 greedy batch under a 2000-candidate shortlist. */
 #ifndef TSR_CORE_SEARCH_CANDIDATES_H
 #define TSR_CORE_SEARCH_CANDIDATES_H
@@ -67,5 +68,11 @@ void tsr_candidates_compact_logits(const tsr_exec *ex, const tsr_candidates *c,
  * the same bits. */
 int32_t tsr_candidates_best(const tsr_exec *ex, const tsr_candidates *c, size_t r, size_t s,
                             size_t len, float *scratch, float *logprob);
+
+/* Row r of tsr_candidates_compact_logits over sentence s's candidates, into
+ * row (as many floats as it has, which it returns), their ids at *ids
+ * (ascending): what tsr_head_log_softmax_among and a search over them read. */
+size_t tsr_candidates_row(const tsr_candidates *c, size_t r, size_t s, float *row,
+                          const int32_t **ids);
 
 #endif
