@@ -12,6 +12,9 @@ set -u
 srcdir=${TESSERA_TEST_SRCDIR:-$(dirname "$0")/..}
 build=${TESSERA_TEST_BUILDDIR:-.}
 tessera=$build/tests/command/tessera
+# TESSERA_TEST_RUNNER: words put before a binary of the build (qemu for a
+# cross build, tests/run-set.sh).
+runner=${TESSERA_TEST_RUNNER:-}
 python=${TESSERA_TEST_PYTHON:-/usr/bin/python3}
 readme=$srcdir/README.md
 
@@ -26,7 +29,8 @@ fi
 scratch=$(mktemp -d) || exit 2
 trap 'rm -rf "$scratch"' EXIT
 binary=$(cd "$(dirname "$tessera")" && pwd)/$(basename "$tessera")
-if ! "$tessera" serve --help >"$scratch/help" 2>&1; then
+# shellcheck disable=SC2086 # the runner is words
+if ! $runner "$tessera" serve --help >"$scratch/help" 2>&1; then
     grep -q "built without" "$scratch/help" && { echo "SKIP: tessera serve is not built"; exit 77; }
     echo "FAIL: tessera serve --help: $(head -1 "$scratch/help")"
     exit 1
