@@ -198,10 +198,25 @@ Test(decoding, unk_and_min_len_masks)
  * with -inf outside the candidates: the same id, and log-probabilities of
  * the same softmax up to its sum's order (within a few ulps), with eos and
  * the banned ids among the candidates and the likeliest, before and past
- * min_target_length, the bans before and after the softmax. */
+ * min_target_length, the bans before and after the softmax, nothing left
+ * but banned ids, every candidate NaN. */
+enum { TGT = 40 };
+
+/* The logits of ids[0, n) of row: over the vocabulary (-inf elsewhere) and
+ * alone, in id order. */
+static void spread(const float *row, const int32_t *ids, size_t n, float full[TGT],
+                   float *compact)
+{
+    for (int v = 0; v < TGT; v++)
+        full[v] = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        full[ids[i]] = row[ids[i]];
+        compact[i] = row[ids[i]];
+    }
+}
+
 Test(decoding, best_among_candidates_is_the_best_of_the_row)
 {
-    enum { TGT = 40 };
     for (int ban_logits = 0; ban_logits < 2; ban_logits++) {
         tessera_config cfg;
         mw_tiny_config(&cfg);
@@ -234,18 +249,16 @@ Test(decoding, best_among_candidates_is_the_best_of_the_row)
                 ids[n++] = cfg.eos_id < 7 ? cfg.eos_id : 7;
                 ids[n++] = cfg.eos_id < 7 ? 7 : cfg.eos_id;
             }
+            if (trial == 58) /* a model gone wrong: every candidate's logit NaN */
+                for (size_t i = 0; i < n; i++)
+                    row[ids[i]] = NAN;
             /* The likeliest: eos, then a banned id, then whatever comes. */
             if (trial % 4 == 0)
                 row[cfg.eos_id] = 9.0f;
             else if (trial % 4 == 1)
                 row[7] = 9.0f;
             for (size_t len = 0; len < 4; len++) {
-                for (int v = 0; v < TGT; v++)
-                    full[v] = -INFINITY;
-                for (size_t i = 0; i < n; i++) {
-                    full[ids[i]] = row[ids[i]];
-                    compact[i] = row[ids[i]];
-                }
+                spread(row, ids, n, full, compact);
                 float want_lp = 0, got_lp = 0;
                 int32_t want = tsr_head_best(&ex, full, len, &want_lp);
                 int32_t got = tsr_head_best_among(&ex, compact, ids, n, len, &got_lp);
@@ -257,12 +270,7 @@ Test(decoding, best_among_candidates_is_the_best_of_the_row)
                               ban_logits, trial, len, (double)got_lp, (double)want_lp);
                 /* The log-softmax over them (beam search's): each candidate's as on
                  * the vocabulary's row, banned ones -inf. */
-                for (int v = 0; v < TGT; v++)
-                    full[v] = -INFINITY;
-                for (size_t i = 0; i < n; i++) {
-                    full[ids[i]] = row[ids[i]];
-                    compact[i] = row[ids[i]];
-                }
+                spread(row, ids, n, full, compact);
                 tsr_head_log_softmax(&ex, full, (long)len);
                 tsr_head_log_softmax_among(&ex, compact, ids, n, (long)len);
                 for (size_t i = 0; i < n; i++) {

@@ -42,13 +42,15 @@ int32_t tsr_head_best(const tsr_exec *ex, float *row, size_t len, float *logprob
 size_t tsr_head_position(const int32_t *ids, size_t n, int32_t id);
 
 /* tsr_head_log_softmax over a row that holds only the logits of ids[0, n)
- * (ascending), as over the vocabulary's row with every other logit -inf. */
+ * (ascending), as over the vocabulary's row with every other logit -inf;
+ * ids NULL: the vocabulary's row (n its size), tsr_head_log_softmax. */
 void tsr_head_log_softmax_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
                                 long choosing_len);
 
 /* tsr_head_best over a row that holds only the logits of ids[0, n)
  * (ascending): as over the vocabulary's row with every other logit -inf (a
- * shortlist's), without that row. Returns the id, or -1. */
+ * shortlist's), without that row; ids NULL: tsr_head_best. Returns the id,
+ * or -1. */
 int32_t tsr_head_best_among(const tsr_exec *ex, float *row, const int32_t *ids, size_t n,
                             size_t len, float *logprob);
 

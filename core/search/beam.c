@@ -384,10 +384,9 @@ static int step(search *b, char *err, size_t err_len)
     if (first && k > 1) /* the start rows before the last predict nothing */
         hidden = tsr_decoder_drop_leading_rows(&b->dec, b->seqs, rows, k - 1);
     /* The output head's logits, then each row's log-softmax and best pairs,
-     * split over the team by rows. */
-    /* Under a shortlist, without rules or a prefix, each row's log-softmax
-     * and best pairs over its sentence's candidates alone (the vocabulary's
-     * row of -inf around them costs O(V) a row). */
+     * split over the team by rows; under a shortlist, without rules or a
+     * prefix, over its sentence's candidates alone (the vocabulary's row of
+     * -inf around them costs O(V) a row). */
     const int compact = b->candidates.on && !b->rules.active && !b->prefix;
 #pragma omp parallel num_threads(b->ex->threads)
     {

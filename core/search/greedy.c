@@ -102,37 +102,26 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
          * team by rows; the token goes into next[i] (already fed). */
 #pragma omp parallel num_threads(ex->threads)
         {
-            if (g->plain && g->candidates.on) {
-                /* Each row's best among its sentence's candidates alone. */
+            /* Plain greedy under a shortlist reads each sentence's
+             * candidates alone; the rest, a row of the vocabulary. */
+            const int among = g->plain && g->candidates.on;
+            if (among)
                 tsr_candidates_compact_logits(ex, &g->candidates, hidden, active);
-                double began = tsr_work_begin(ex);
-#pragma omp for schedule(static) nowait
-                for (long li = 0; li < (long)active; li++) {
-                    size_t s = g->seqs[li].sentence;
-                    g->next[li] = tsr_candidates_best(ex, &g->candidates, (size_t)li, s,
-                                                      g->len[s], logits->p + (size_t)li * V,
-                                                      &g->step_logprob[li]);
-                }
-                tsr_work_end(ex, began);
-            } else if (g->plain) {
+            else
                 tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
-                double began = tsr_work_begin(ex);
+            double began = tsr_work_begin(ex);
 #pragma omp for schedule(static) nowait
-                for (long li = 0; li < (long)active; li++)
-                    g->next[li] = tsr_head_best(ex, logits->p + (size_t)li * V,
-                                                g->len[g->seqs[li].sentence],
-                                                &g->step_logprob[li]);
-                tsr_work_end(ex, began);
-            } else {
-                tsr_candidates_logits(ex, &g->candidates, hidden, g->seqs, active, logits->p);
-                double began = tsr_work_begin(ex);
-#pragma omp for schedule(static) nowait
-                for (long li = 0; li < (long)active; li++)
-                    g->next[li] = choose(ex, g, limit, V, g->seqs[li].sentence,
-                                         logits->p + (size_t)li * V, &g->step_logprob[li],
-                                         g->scratch ? g->scratch + (size_t)li * V : NULL);
-                tsr_work_end(ex, began);
+            for (long li = 0; li < (long)active; li++) {
+                size_t s = g->seqs[li].sentence;
+                float *row = logits->p + (size_t)li * V;
+                g->next[li] =
+                    among ? tsr_candidates_best(ex, &g->candidates, (size_t)li, s, g->len[s], row,
+                                                &g->step_logprob[li])
+                    : g->plain ? tsr_head_best(ex, row, g->len[s], &g->step_logprob[li])
+                               : choose(ex, g, limit, V, s, row, &g->step_logprob[li],
+                                        g->scratch ? g->scratch + (size_t)li * V : NULL);
             }
+            tsr_work_end(ex, began);
         }
         size_t kept = 0;
         for (size_t i = 0; i < active; i++) {
