@@ -8,8 +8,8 @@
 
 /* tests/tessera-test, the command that the per-set tests start hundreds of
  * times, is built without the server (TSR_CLI_WITHOUT_SERVE, Makefile.am):
- * libmicrohttpd and the TLS libraries it brings took half of each start. */
-#if defined(HAVE_MICROHTTPD) && !defined(TSR_CLI_WITHOUT_SERVE)
+ * it never serves, and links less. */
+#if defined(HAVE_SERVE) && !defined(TSR_CLI_WITHOUT_SERVE)
 #define CLI_SERVE 1
 #endif
 
@@ -50,7 +50,7 @@ static void usage(FILE *f)
 #elif defined(TSR_CLI_WITHOUT_SERVE)
             " (not in the tests' tessera-test)",
 #else
-            " (not in this build: no libmicrohttpd)",
+            " (not in this build: configured without it, or no epoll)",
 #endif
             cli_models_dir());
 }
@@ -80,8 +80,8 @@ static int run(int argc, char **argv)
         return cli_error("serve: tests/tessera-test is built without the server "
                          "(the tests serve with tests/command/tessera)");
 #else
-        return cli_error("serve: this tessera was built without libmicrohttpd "
-                         "(install libmicrohttpd-dev and configure again)");
+        return cli_error("serve: this tessera was built without its server "
+                         "(configure --disable-serve, or a system without epoll)");
 #endif
     return cli_error("unknown command '%s' (try 'tessera --help')", cmd);
 }

@@ -23,7 +23,7 @@ missing() {
     for cmd in $commands; do
         # shellcheck disable=SC2086 # the runner is words
         if ! $runner "$tessera" "$cmd" --help >"$scratch/help" 2>&1; then
-            # serve in a build without libmicrohttpd says so ("built without") and exits 1
+            # serve in a build without the server says so ("built without") and exits 1
             grep -q "built without" "$scratch/help" && continue
             echo "$cmd (--help failed: $(head -1 "$scratch/help"))"
             continue

@@ -1,15 +1,14 @@
 /* tessera serve: the queue of sentences and the workers that decode them in
- * batches (dynamic batching: cli/serve/serve.h says how batches form). One lock
+ * batches (dynamic batching: cli/serve/server.h says how batches form). One lock
  * guards the queue and every job's counters; decoding runs outside it. */
-#include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
-#include "cli/serve/serve.h"
+#include "cli/serve/server.h"
 
 /* One sentence waiting: sentence `index` of `job`. */
 typedef struct item {
@@ -48,12 +47,12 @@ static int earlier(struct timespec a, struct timespec b)
     return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }
 
-/* A sentence of job is answered (or dropped): wakes its waiter when it was
+/* A sentence of job is answered (or dropped): tells its owner when it was
  * the last. Under the lock. */
 static void settle(srv_job *job)
 {
     if (--job->pending == 0)
-        pthread_cond_broadcast(&job->done);
+        job->decoded(job->decoded_arg);
 }
 
 /* Removes the items of stopped jobs from the queue. Under the lock. */
@@ -332,7 +331,7 @@ srv_batcher *srv_batcher_start(const cli_model *cm, const srv_settings *s, srv_m
     return b;
 }
 
-int srv_batcher_submit(srv_batcher *b, srv_job *job)
+int srv_batcher_submit(srv_batcher *b, srv_job *job, void (*decoded)(void *arg), void *arg)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -341,6 +340,8 @@ int srv_batcher_submit(srv_batcher *b, srv_job *job)
         pthread_mutex_unlock(&b->lock);
         return -1;
     }
+    job->decoded = decoded;
+    job->decoded_arg = arg;
     for (size_t i = 0; i < job->n; i++)
         b->queue[b->count++] = (item){job, i, now};
     job->waiting = job->pending = job->n;
@@ -349,31 +350,17 @@ int srv_batcher_submit(srv_batcher *b, srv_job *job)
     return 0;
 }
 
-srv_stop srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg)
+void srv_batcher_stop_job(srv_batcher *b, srv_job *job, srv_stop why)
 {
+    /* Nobody will read the answer, or nobody wants it any more: what is
+     * still queued is dropped, and a batch decoding any of it stops at its
+     * next step (batch_stopped). */
     pthread_mutex_lock(&b->lock);
-    while (job->pending > 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        struct timespec wake = srv_after_ms(now, 100);
-        int rc = pthread_cond_timedwait(&job->done, &b->lock, &wake);
-        if (rc != ETIMEDOUT || job->stop != SRV_RUNNING)
-            continue;
-        /* Nobody will read the answer, or nobody wants it any more: what is
-         * still queued is dropped, and a batch decoding any of it stops at
-         * its next step (batch_stopped). */
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (!earlier(now, job->deadline))
-            job->stop = SRV_TIMED_OUT;
-        else if (gone && gone(gone_arg))
-            job->stop = SRV_GONE;
-        if (job->stop != SRV_RUNNING)
-            drop_stopped(b);
+    if (job->pending > 0 && job->stop == SRV_RUNNING) {
+        job->stop = why;
+        drop_stopped(b);
     }
-    /* Stopped after its last sentence was answered: the answer stands. */
-    srv_stop stop = job->dropped > 0 ? job->stop : SRV_RUNNING;
     pthread_mutex_unlock(&b->lock);
-    return stop;
 }
 
 void srv_batcher_cancel_all(srv_batcher *b)

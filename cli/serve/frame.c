@@ -1,25 +1,20 @@
-/* tessera serve: HTTP/1.x framing for the gate (cli/serve/frame.h).
+/* tessera serve: HTTP/1.x requests framed and checked (cli/serve/frame.h).
  *
- * Requests are checked against what libmicrohttpd 0.9.75 would refuse with
- * its own HTML (or take in a way a proxy in front would not), so that the
- * gate answers those as the contract's JSON and forwards only requests
- * libmicrohttpd serves. Where libmicrohttpd is lenient in a way that lets
- * two readers of one request disagree about where it ends, the request is
- * refused here (RFC 9112 allows or asks for each):
+ * RFC 9112's grammar, strictly where two readers of one request could
+ * disagree about where it ends (request smuggling, when a proxy stands in
+ * front): each of these is refused (RFC 9112 allows or asks for each):
  *
- *   - whitespace between a field name and its colon (libmicrohttpd keeps it
- *     in the name, so "Content-Length : 5" has no length for it),
+ *   - whitespace between a field name and its colon,
  *   - a field line starting with a space or tab (obsolete line folding),
  *   - a bare CR, a NUL or another control byte in a head,
  *   - two Content-Length fields that disagree, a Content-Length with
  *     anything but digits,
  *   - Transfer-Encoding with Content-Length, more than one Transfer-Encoding,
- *     one that is not "chunked" alone (501: libmicrohttpd would read its body
- *     until the connection closes),
+ *     one that is not "chunked" alone (501),
  *   - an HTTP/1.1 request without Host, or with two.
  *
- * Responses are libmicrohttpd's: only their ends are found (status line,
- * Content-Length or chunks, no body for HEAD, 1xx, 204 and 304). */
+ * Leniently where RFC 9112 lets a server be: empty lines before a request
+ * line are skipped, a bare LF ends a line. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +27,6 @@ enum frame_state {
     F_HEAD,           /* before or inside a head */
     F_BODYLESS,       /* the head ended a message without a body */
     F_LENGTH,         /* inside a Content-Length body */
-    F_UNTIL_CLOSE,    /* a response body that ends with the connection */
     F_CHUNK_SIZE,     /* the hex digits of a chunk size */
     F_CHUNK_EXT,      /* a chunk extension, after ';', to the line's end */
     F_CHUNK_SIZE_LF,  /* CR of the size line seen: LF expected */
@@ -46,14 +40,11 @@ enum frame_state {
     F_END_LF,         /* CR of the final blank line seen: LF expected */
 };
 
-void srv_framer_init(srv_framer *f, int response)
+void srv_framer_init(srv_framer *f)
 {
     memset(f, 0, sizeof *f);
-    f->response = response;
     f->state = F_HEAD;
 }
-
-int srv_frame_until_close(const srv_framer *f) { return f->state == F_UNTIL_CLOSE; }
 
 int srv_frame_inside(const srv_framer *f) { return f->state != F_HEAD; }
 
@@ -78,13 +69,11 @@ static int hex_value(unsigned char c)
 static srv_frame_event refuse(srv_framer *f, srv_refusal *why, int status, const char *kind,
                               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* A request refused (why filled), or a response that is not what
- * libmicrohttpd writes. */
+/* A request refused: why filled. */
 static srv_frame_event refuse(srv_framer *f, srv_refusal *why, int status, const char *kind,
                               const char *fmt, ...)
 {
-    if (f->response)
-        return SRV_FRAME_BROKEN;
+    (void)f;
     why->status = status;
     why->kind = kind;
     va_list ap;
@@ -96,8 +85,8 @@ static srv_frame_event refuse(srv_framer *f, srv_refusal *why, int status, const
 
 /* The end of the head that begins buf[0, len) (just after its blank line),
  * or 0 when it has not all arrived; f->scanned says where to go on. Lines
- * end with LF, a CR before it being part of the line end (libmicrohttpd
- * takes bare LF too). */
+ * end with LF, a CR before it being part of the line end (a bare LF is
+ * taken too, as RFC 9112 allows). */
 static size_t head_end(srv_framer *f, const char *buf, size_t len)
 {
     size_t i = f->scanned;
@@ -134,6 +123,25 @@ static int name_is(const char *name, size_t len, const char *want)
     return strlen(want) == len && strncasecmp(name, want, len) == 0;
 }
 
+/* 1 when the comma-separated list value[0, len) holds the token `want`
+ * (any case, spaces around). */
+static int has_token(const char *value, size_t len, const char *want)
+{
+    size_t at = 0;
+    while (at < len) {
+        const char *comma = memchr(value + at, ',', len - at);
+        size_t end = comma ? (size_t)(comma - value) : len, b = at, e = end;
+        while (b < e && (value[b] == ' ' || value[b] == '\t'))
+            b++;
+        while (e > b && (value[e - 1] == ' ' || value[e - 1] == '\t'))
+            e--;
+        if (name_is(value + b, e - b, want))
+            return 1;
+        at = end + 1;
+    }
+    return 0;
+}
+
 /* 1 when value[0, len) is 1*DIGIT, its number in *n (or 2 when it is
  * digits past 2^64 - 1); 0 otherwise. */
 static int parse_length(const char *value, size_t len, uint64_t *n)
@@ -154,8 +162,8 @@ static int parse_length(const char *value, size_t len, uint64_t *n)
     return overflow ? 2 : 1;
 }
 
-/* The request line (libmicrohttpd's reading of it: the method up to the first
- * space, the version after the last one). */
+/* The request line: the method up to the first space, the version after
+ * the last one, the target between them. */
 static srv_frame_event request_line(srv_framer *f, const char *p, size_t len, int *minor,
                                     srv_refusal *why)
 {
@@ -190,7 +198,12 @@ static srv_frame_event request_line(srv_framer *f, const char *p, size_t len, in
         return refuse(f, why, 505, "http_version",
                       "%.8s is not supported: this server speaks HTTP/1.0 and HTTP/1.1", v);
     *minor = v[7] - '0';
-    /* libmicrohttpd keeps each query argument in its own record. */
+    f->method_len = (size_t)(sp - p);
+    f->target_at = target;
+    f->target_len = (size_t)(last_space - p) - target;
+    while (f->target_len > 0 && p[target + f->target_len - 1] == ' ')
+        f->target_len--;
+    /* Each query argument counts as a piece. */
     const char *query = memchr(p + target, '?', (size_t)(last_space - (p + target)));
     if (query) {
         f->pieces++;
@@ -203,6 +216,7 @@ static srv_frame_event request_line(srv_framer *f, const char *p, size_t len, in
 /* The fields of a request head that decide how it is framed. */
 typedef struct request_fields {
     int hosts, lengths, encodings, chunked;
+    int close, keep_alive, expect_continue; /* Connection: close / keep-alive, Expect */
     const char *length; /* the first Content-Length's value */
     size_t length_len;
     uint64_t body;
@@ -257,8 +271,13 @@ static srv_frame_event request_field(srv_framer *f, const char *p, size_t len,
         cli_quote(value, vlen, r->encoding, sizeof r->encoding);
     } else if (name_is(p, nlen, "Host")) {
         r->hosts++;
+    } else if (name_is(p, nlen, "Connection")) {
+        r->close |= has_token(value, vlen, "close");
+        r->keep_alive |= has_token(value, vlen, "keep-alive");
+    } else if (name_is(p, nlen, "Expect")) {
+        r->expect_continue |= vlen == 12 && strncasecmp(value, "100-continue", 12) == 0;
     } else if (name_is(p, nlen, "Cookie")) {
-        /* libmicrohttpd splits cookies at ';' and ',', a record each. */
+        /* Cookies, split at ';' and ',', count a piece each. */
         for (size_t i = 0; i < vlen; i++)
             f->pieces += value[i] == ';' || value[i] == ',';
     }
@@ -301,54 +320,14 @@ static srv_frame_event request_head(srv_framer *f, const char *h, size_t n, srv_
         return refuse(f, why, 431, "headers_too_large",
                       "more than %d header fields, cookies and query arguments", SRV_PIECES_MAX);
     f->head_bytes = n;
+    f->head_len = n;
+    f->minor = minor;
+    f->keep_alive = minor >= 1 ? !r.close : r.keep_alive && !r.close;
+    f->chunked = r.chunked;
+    f->length = r.body;
+    f->expect_continue = r.expect_continue && (r.chunked || r.body > 0);
     f->left = r.body;
     f->state = r.chunked ? F_CHUNK_SIZE : r.body > 0 ? F_LENGTH : F_BODYLESS;
-    return SRV_FRAME_HEAD;
-}
-
-/* A whole response head h[0, n). */
-static srv_frame_event response_head(srv_framer *f, const char *h, size_t n)
-{
-    size_t at = 0;
-    const char *line;
-    size_t len = next_line(h, n, &at, &line);
-    if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ')
-        return SRV_FRAME_BROKEN;
-    f->status = 0;
-    for (int i = 9; i < 12; i++) {
-        if (line[i] < '0' || line[i] > '9')
-            return SRV_FRAME_BROKEN;
-        f->status = f->status * 10 + (line[i] - '0');
-    }
-    if (f->status < 100)
-        return SRV_FRAME_BROKEN;
-    int has_length = 0, chunked = 0;
-    uint64_t body = 0;
-    while ((len = next_line(h, n, &at, &line)) > 0) {
-        const char *colon = memchr(line, ':', len);
-        if (!colon)
-            return SRV_FRAME_BROKEN;
-        const char *value = colon + 1;
-        while (value < line + len && *value == ' ')
-            value++;
-        size_t nlen = (size_t)(colon - line), vlen = len - (size_t)(value - line);
-        if (name_is(line, nlen, "Content-Length")) {
-            if (parse_length(value, vlen, &body) != 1)
-                return SRV_FRAME_BROKEN;
-            has_length = 1;
-        } else if (name_is(line, nlen, "Transfer-Encoding")) {
-            chunked = vlen == 7 && strncasecmp(value, "chunked", 7) == 0;
-        }
-    }
-    f->left = body;
-    if (f->bodiless || f->status < 200 || f->status == 204 || f->status == 304)
-        f->state = F_BODYLESS;
-    else if (chunked)
-        f->state = F_CHUNK_SIZE;
-    else if (has_length)
-        f->state = body > 0 ? F_LENGTH : F_BODYLESS;
-    else
-        f->state = F_UNTIL_CLOSE;
     return SRV_FRAME_HEAD;
 }
 
@@ -365,8 +344,8 @@ static srv_frame_event too_large(srv_framer *f, const char *buf, srv_refusal *wh
 static srv_frame_event head(srv_framer *f, const char *buf, size_t len, size_t *at,
                             srv_refusal *why)
 {
-    /* libmicrohttpd skips empty lines before a request line. */
-    while (!f->response && *at < len && (buf[*at] == '\n' || buf[*at] == '\r')) {
+    /* Empty lines before a request line are skipped (RFC 9112, 2.2). */
+    while (*at < len && (buf[*at] == '\n' || buf[*at] == '\r')) {
         if (buf[*at] == '\n')
             (*at)++;
         else if (*at + 1 >= len)
@@ -382,7 +361,7 @@ static srv_frame_event head(srv_framer *f, const char *buf, size_t len, size_t *
         return SRV_FRAME_MORE;
     if (end == 0 || end > SRV_HEAD_MAX)
         return too_large(f, h, why);
-    srv_frame_event e = f->response ? response_head(f, h, end) : request_head(f, h, end, why);
+    srv_frame_event e = request_head(f, h, end, why);
     if (e == SRV_FRAME_HEAD) {
         f->scanned = 0;
         *at += end;
@@ -395,7 +374,7 @@ static srv_frame_event head(srv_framer *f, const char *buf, size_t len, size_t *
 static srv_frame_event chunk_byte(srv_framer *f, unsigned char c, srv_refusal *why)
 {
     static const char bad[] = "malformed chunked body: %s";
-    if (f->state >= F_TRAILER_START && !f->response && ++f->head_bytes > SRV_HEAD_MAX)
+    if (f->state >= F_TRAILER_START && ++f->head_bytes > SRV_HEAD_MAX)
         return refuse(f, why, 431, "headers_too_large",
                       "request head and trailers longer than %d bytes", SRV_HEAD_MAX);
     if ((f->state == F_CHUNK_SIZE || f->state == F_CHUNK_EXT) && ++f->line > SRV_CHUNK_LINE_MAX)
@@ -480,8 +459,8 @@ static srv_frame_event chunk_byte(srv_framer *f, unsigned char c, srv_refusal *w
             return SRV_FRAME_END;
         f->state = F_TRAILER_START;
         return SRV_FRAME_MORE;
-    default:
-        return SRV_FRAME_BROKEN;
+    default: /* not a state of the chunked framing: never reached */
+        return refuse(f, why, 400, "bad_request", bad, "unexpected");
     }
     /* The end of a chunk size line: its data, or the trailers after the last chunk. */
     f->line = 0;
@@ -490,15 +469,13 @@ static srv_frame_event chunk_byte(srv_framer *f, unsigned char c, srv_refusal *w
     return SRV_FRAME_MORE;
 }
 
-/* The framer is between messages again. */
+/* The framer is between requests again (what the last head said stays). */
 static srv_frame_event ended(srv_framer *f)
 {
-    int response = f->response, bodiless = f->bodiless, status = f->status;
-    int is_head_method = f->is_head_method;
-    srv_framer_init(f, response);
-    f->bodiless = bodiless;
-    f->status = status;
-    f->is_head_method = is_head_method;
+    f->state = F_HEAD;
+    f->scanned = f->head_bytes = f->line = 0;
+    f->pieces = f->digits = 0;
+    f->left = 0;
     return SRV_FRAME_END;
 }
 
@@ -514,19 +491,16 @@ srv_frame_event srv_frame(srv_framer *f, const char *buf, size_t len, size_t *us
                 break;
         } else if (f->state == F_BODYLESS) {
             e = ended(f);
-        } else if (f->state == F_UNTIL_CLOSE) {
-            at = len;
-            break;
         } else if (f->state == F_LENGTH || f->state == F_CHUNK_DATA) {
             if (at == len)
                 break;
             uint64_t take = len - at < f->left ? len - at : f->left;
             at += (size_t)take;
             f->left -= take;
-            if (f->left == 0 && f->state == F_LENGTH)
-                e = ended(f);
-            else if (f->left == 0)
-                f->state = F_CHUNK_DATA_END;
+            f->data = (size_t)take;
+            if (f->left == 0)
+                f->state = f->state == F_LENGTH ? F_BODYLESS : F_CHUNK_DATA_END;
+            e = SRV_FRAME_DATA;
         } else {
             if (at == len)
                 break;

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/serve/serve.h"
+#include "cli/serve/server.h"
 
 static const char *const endpoints[] = {"/v1/translate", "/v1/score", "/v1/health", "/v1/model",
                                         "/metrics", "other"};
 enum { N_ENDPOINTS = sizeof endpoints / sizeof *endpoints };
 /* 499: the client left before its answer (nginx's code for it); 408: a
  * connection closed at --read-timeout (answered when a request had begun);
- * 414, 431, 501, 505: requests the gate refuses (cli/serve/frame.c). */
+ * 414, 431, 501, 505: malformed HTTP, refused by the loop (cli/serve/frame.c). */
 static const int codes[] = {200, 400, 404, 405, 413, 500, 503, 499, 408, 414, 431, 501, 505};
 enum { N_CODES = sizeof codes / sizeof *codes };
 /* The kind of error each code above means (NULL for success). */

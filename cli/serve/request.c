@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "cli/serve/serve.h"
+#include "cli/serve/server.h"
 
 /* Past the library's rules (tessera_translate_options_check), which every
  * option of a request is held to as the command's flags are, the server
@@ -449,7 +449,6 @@ srv_job *srv_job_parse(srv_kind kind, const char *body, size_t len, const cli_mo
     job = calloc(1, sizeof *job);
     if (!job)
         goto oom;
-    pthread_cond_init(&job->done, NULL);
     job->key = key;
     job->text = l.as_text;
     job->n = l.n;
@@ -488,7 +487,6 @@ void srv_job_free(srv_job *job)
         tessera_hypotheses_free(job->hyps, job->n * (size_t)job->key.decoding.n_best);
     if (job->logprobs)
         tessera_scores_free(job->logprobs, job->n);
-    pthread_cond_destroy(&job->done);
     free(job->src);
     free(job->tgt);
     free(job->prefix);

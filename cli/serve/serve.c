@@ -1,4 +1,4 @@
-/* tessera serve: options, startup and an orderly shutdown (cli/serve/serve.h says
+/* tessera serve: options, startup and an orderly shutdown (cli/serve/server.h says
  * how the pieces fit). The listening socket opens first, so that health
  * checks can say "loading" while the model loads; SIGTERM, SIGINT and SIGHUP
  * stop accepting connections, let the accepted requests be answered within
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli/model_path.h"
-#include "cli/serve/serve.h"
+#include "cli/serve/server.h"
 
 static void usage(FILE *f)
 {
@@ -246,10 +246,8 @@ int cli_serve(int argc, char **argv)
     sigaddset(&stop, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
-    /* Each connection holds three descriptors (its socket and the two ends
-     * of the pair through which the gate relays it, cli/serve/gate.c): the
-     * soft limit (often 1024) is raised to the hard one, so that
-     * --max-connections is what limits. */
+    /* Each connection holds a descriptor: the soft limit (often 1024) is
+     * raised to the hard one, so that --max-connections is what limits. */
     struct rlimit files;
     if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
         files.rlim_cur = files.rlim_max;

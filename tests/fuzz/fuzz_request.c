@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/serve/serve.h"
+#include "cli/serve/server.h"
 #include "tests/fuzz/fuzz.h"
 
 const char fuzz_target_name[] = "request";

@@ -1,11 +1,10 @@
 /* tessera serve: the pieces of the HTTP server and what they share.
  *
  *   serve.c          the command: options, startup, signals, orderly shutdown
- *   serve/gate.c     the listening socket, and a relay in front of libmicrohttpd:
- *                    malformed requests and connections past the limits
- *                    answered in JSON, the read deadline (--read-timeout)
- *   serve/frame.c    where each HTTP/1.x message ends, what libmicrohttpd would refuse
- *   serve/http.c     libmicrohttpd: routes, bodies, answers, the per-address limit
+ *   serve/loop.c     the HTTP/1.1 server: one thread, epoll, every connection;
+ *                    the limits, the deadlines, refusals of malformed HTTP
+ *   serve/frame.c    HTTP/1.x requests framed and checked
+ *   serve/http.c     the routes: endpoints, jobs, answers; drain
  *   serve/request.c  JSON requests checked into jobs, jobs answered as JSON
  *   serve/batcher.c  the queue of sentences and the workers that batch them
  *   serve/metrics.c  counters and histograms, in Prometheus' text format
@@ -25,13 +24,12 @@
  * decoding steps (tessera_cancel_fn); the other jobs' sentences of that
  * batch go back to the head of the queue and are decoded again, to the same
  * bits. */
-#ifndef TSR_CLI_SERVE_SERVE_H
-#define TSR_CLI_SERVE_SERVE_H
+#ifndef TSR_CLI_SERVE_SERVER_H
+#define TSR_CLI_SERVE_SERVER_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -122,9 +120,17 @@ typedef struct srv_job {
     int status;               /* 0, or the tessera_status of the first failure */
     char err[512];
     srv_stop stop;            /* nonzero: drop what is queued, cancel what is decoding */
-    struct timespec deadline; /* CLOCK_MONOTONIC: --request-timeout after arrival */
-    pthread_cond_t done;
+    void (*decoded)(void *arg); /* called when no sentence is pending (under the lock) */
+    void *decoded_arg;
 } srv_job;
+
+/* How a job ended, once decoded was called: SRV_RUNNING (0) when every
+ * sentence was answered (a stop that came after the last stands for nothing),
+ * else why it stopped. */
+static inline srv_stop srv_job_outcome(const srv_job *job)
+{
+    return job->dropped > 0 ? job->stop : SRV_RUNNING;
+}
 
 /* A job from a request body; NULL with an HTTP status (400, 413, 500) and a
  * one-line message naming the field and sentence in err. */
@@ -147,16 +153,17 @@ srv_batcher *srv_batcher_start(const cli_model *cm, const srv_settings *s, srv_m
                                char *err, size_t err_len);
 
 /* Queues the job's sentences; 0, or -1 when the queue has no room for them
- * all (nothing queued: the caller answers 503). */
-int srv_batcher_submit(srv_batcher *b, srv_job *job);
+ * all (nothing queued: the caller answers 503). Once every sentence is
+ * answered or dropped, decoded(arg) is called, on a worker's thread or the
+ * one stopping the job, with the batcher's lock held (it must only take note
+ * and return); the job may be freed from then on (srv_job_outcome says how
+ * it ended). */
+int srv_batcher_submit(srv_batcher *b, srv_job *job, void (*decoded)(void *arg), void *arg);
 
-/* Waits until every sentence of the job is answered, or the job stops: its
- * client left (`gone`, asked every 100 ms), its deadline passed, or
- * srv_batcher_cancel_all. Then its queued sentences are dropped, a batch
- * decoding any of them is cancelled within a decoding step, and the reason
- * is returned; SRV_RUNNING (0) when answered. Either way the job may be
- * freed afterwards. */
-srv_stop srv_batcher_wait(srv_batcher *b, srv_job *job, int (*gone)(void *), void *gone_arg);
+/* Stops a job (its client left, its deadline passed): its queued sentences
+ * are dropped, a batch decoding any of them is cancelled within a decoding
+ * step. Nothing when it has already stopped or is all answered. */
+void srv_batcher_stop_job(srv_batcher *b, srv_job *job, srv_stop why);
 
 /* Stops every job queued or decoding (SRV_SHUTDOWN): for shutdown when
  * --drain-timeout has passed. */
@@ -188,7 +195,86 @@ void srv_metrics_cancelled_batch(srv_metrics *m, size_t requeued);
 /* The Prometheus text exposition (malloc'd); queue depth given by the caller. */
 char *srv_metrics_text(srv_metrics *m, size_t queue_depth, int workers);
 
-/* ---- HTTP ------------------------------------------------------------------------------ */
+/* ---- Requests between the loop and the routes ------------------------------------- */
+
+/* An answer: status, Content-Type and body (malloc'd; NULL: out of memory,
+ * answered 500). */
+typedef struct srv_answer {
+    int status;
+    const char *type;
+    char *body;
+} srv_answer;
+
+/* One request, from its head to its answer. */
+typedef struct srv_exchange srv_exchange;
+struct srv_exchange {
+    /* Read by the loop: */
+    char *method, *path; /* NUL-terminated; the path %XX-decoded (any byte may be there),
+                            without its query */
+    size_t path_len;
+    char *body; /* NUL-terminated (NULL: empty) */
+    size_t body_len, body_cap;
+    struct timespec arrival; /* CLOCK_MONOTONIC: when its head was whole */
+    /* The routes': */
+    srv_job *job;         /* decoding */
+    const char *endpoint; /* label of its metrics */
+    int arriving;         /* counted by the batcher as arriving */
+    /* The loop's: called by the batcher (srv_batcher_submit's `decoded`) */
+    void (*decoded)(void *x);
+    void *loop, *conn;  /* conn NULL once its client is gone */
+    srv_exchange *next; /* in the loop's list of decoded jobs */
+};
+
+/* What the loop asks of the routes, on its own thread. For each request:
+ * begin once its head is whole; then drop (it never arrived whole), or run
+ * once it has; when run leaves it pending, finish when its job is decoded,
+ * and drop before that when its client leaves or its deadline passes. */
+typedef struct srv_routes {
+    void *arg;
+    /* 1 with an answer in *a that makes reading the body pointless (a length
+     * past --max-body: `declared` is the Content-Length, 0 without one),
+     * else 0. */
+    int (*begin)(void *arg, srv_exchange *x, uint64_t declared, srv_answer *a);
+    /* 1 with the answer in *a, or 0: pending (a job queued). */
+    int (*run)(void *arg, srv_exchange *x, srv_answer *a);
+    /* The pending job is decoded: 1 with its answer, 0 when its client is
+     * gone (x->conn NULL). */
+    int (*finish)(void *arg, srv_exchange *x, srv_answer *a);
+    /* The request will not be answered as asked: it never arrived whole;
+     * or, pending, its client left (why SRV_GONE) or its --request-timeout
+     * passed (SRV_TIMED_OUT), when its work is stopped and finish still
+     * comes. */
+    void (*drop)(void *arg, srv_exchange *x, srv_stop why);
+} srv_routes;
+
+/* ---- The loop (serve/loop.c) ------------------------------------------------------- */
+
+typedef struct srv_loop srv_loop;
+
+/* Listens on s->host:s->port (not accepting yet); NULL with a message. */
+srv_loop *srv_loop_open(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len);
+/* The port listened on. */
+int srv_loop_port(const srv_loop *l);
+/* Starts the loop's thread: connections accepted, requests read and given
+ * to the routes. 0, or -1 with a message. */
+int srv_loop_start(srv_loop *l, const srv_routes *routes, char *err, size_t err_len);
+/* Stops accepting: the connections the system completed are still taken,
+ * then the listening socket closes; every later answer closes its
+ * connection. Returns once it has. */
+void srv_loop_quiesce(srv_loop *l);
+/* Connections open (those refused at the limits aside). */
+unsigned srv_loop_connections(srv_loop *l);
+/* Connections still receiving a request are answered 503 (shutdown's
+ * --drain-timeout has passed), idle ones closed. Returns at once. */
+void srv_loop_cut_receiving(srv_loop *l);
+/* Closes every connection, answered or not (pending requests dropped):
+ * shutdown's last resort. Returns at once. */
+void srv_loop_close_all(srv_loop *l);
+/* Writes the answers still going out, briefly, closes every connection and
+ * frees. */
+void srv_loop_stop(srv_loop *l);
+
+/* ---- HTTP (serve/http.c) ---------------------------------------------------------- */
 
 typedef struct srv_http srv_http;
 
@@ -207,43 +293,5 @@ void srv_http_quiesce(srv_http *h);
  * to end. */
 void srv_http_drain(srv_http *h);
 void srv_http_stop(srv_http *h);
-
-/* ---- The gate (serve/gate.c) ------------------------------------------------------ */
-
-/* The gate owns the listening socket and stands between each client and
- * libmicrohttpd (the file's comment says how): requests libmicrohttpd would
- * refuse in HTML, and connections past the limits, are answered in JSON
- * there; it keeps --read-timeout. */
-typedef struct srv_gate srv_gate;
-
-/* Hands a connection to the HTTP daemon: fd is the daemon's end of a socket
- * pair standing for the client at `client`. 0 when the daemon took it, -1
- * when it refused it (a connection limit); fd is the daemon's either way. */
-typedef int (*srv_gate_handoff)(void *arg, int fd, const struct sockaddr *client,
-                                socklen_t len);
-
-/* Listens on s->host:s->port (not accepting yet); NULL with a message when
- * it cannot. */
-srv_gate *srv_gate_open(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len);
-/* The port listened on. */
-int srv_gate_port(const srv_gate *g);
-/* Starts accepting, each connection handed over through `handoff` (called
- * on the gate's thread). 0, or -1 with a message. */
-int srv_gate_start(srv_gate *g, srv_gate_handoff handoff, void *arg, char *err, size_t err_len);
-/* Stops accepting: the connections the system completed are still taken,
- * then the listening socket closes. Returns once it has. */
-void srv_gate_quiesce(srv_gate *g);
-/* Connections open to the daemon (their answers relayed or not yet). */
-unsigned srv_gate_connections(srv_gate *g);
-/* Connections still receiving a request (shutdown's --drain-timeout has
- * passed) are answered 503, idle ones closed. Returns at once. */
-void srv_gate_cut_receiving(srv_gate *g);
-/* Closes every connection, answered or not: shutdown's last resort, when
- * connections still hold requests after --drain-timeout and a grace.
- * Returns at once. */
-void srv_gate_close_all(srv_gate *g);
-/* Relays what the stopped daemon said, briefly, closes every connection
- * and frees. */
-void srv_gate_stop(srv_gate *g);
 
 #endif
