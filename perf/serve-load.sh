@@ -12,6 +12,7 @@
 #      excluded: perf/tessera-serve-load --direct) against the server's, one
 #      client at a time, the server run as --workers 1 --threads WORKERS x
 #      THREADS (so both use the same threads), p50 and p99, rounds alternated;
+#      (-l 0 leaves this part out: throughput alone);
 #   3. abuse (-a SECONDS): 64 clients plus a client sending malformed
 #      requests for SECONDS; every good request must be answered and every
 #      bad one refused; the server's peak RSS (VmHWM) is reported and it must
@@ -19,7 +20,7 @@
 #
 #   perf/serve-load.sh -m MODEL [-w WORKERS] [-k THREADS] [-b BATCH] [-N SENTENCES]
 #                      [-L MAX_LEN] [-n REQUESTS] [-c "1 8 64"] [-a SECONDS]
-#                      [-T TYPE] [-r ROUNDS] [-t TESSERA]
+#                      [-T TYPE] [-r ROUNDS] [-t TESSERA] [-l 0]
 #
 # Defaults: -w 2 -k 1 -b 16 -N 200 -L 16 -n 400 -c "1 8 64" -T f32 -r 3, no
 # abuse run. Sentences: 4 to 11 seeded random ids each. MODEL e.g.
@@ -40,6 +41,7 @@ clients="1 8 64"
 abuse=0
 type=f32
 rounds=3
+latency=1
 while [ $# -gt 0 ]; do
     case $1 in
     -m) model=$2; shift 2 ;;
@@ -54,7 +56,8 @@ while [ $# -gt 0 ]; do
     -T) type=$2; shift 2 ;;
     -r) rounds=$2; shift 2 ;;
     -t) tessera=$2; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -l) latency=$2; shift 2 ;;
+    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "serve-load.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -139,6 +142,7 @@ for c in $clients; do
 done
 stop_server
 
+[ "$latency" = 0 ] || {
 echo "## latency: lone translate calls (library, $((workers * threads)) threads, no load) against the server (--workers 1 --threads $((workers * threads))) at 1 client"
 start_server 1 $((workers * threads))
 "$load" -p "$port" -i "$work/in" -c 1 -n 20 -L "$max_len" >/dev/null
@@ -157,6 +161,7 @@ for v in direct server; do
 done
 echo "server/direct: p50 $(echo "$(field p50_ms "$work/lat.server") $(field p50_ms "$work/lat.direct")" | awk '{ printf "%.2f", $1 / $2 }'), p99 $(echo "$(field p99_ms "$work/lat.server") $(field p99_ms "$work/lat.direct")" | awk '{ printf "%.2f", $1 / $2 }')"
 stop_server
+}
 
 if [ "$abuse" -gt 0 ]; then
     echo "## abuse: 64 clients and a stream of malformed requests for $abuse s"
