@@ -786,3 +786,32 @@ Test(hostile, pipelined_requests_are_answered_before_the_refusal, .timeout = 60)
     cr_expect_eq(rest, 0, "%zu bytes after the answers", rest);
     stop_within(&s, SIGTERM, 5.0);
 }
+
+/* HTTP/1.1's own rules, as the server's loop keeps them: Expect:
+ * 100-continue gets its interim answer before the final one, an HTTP/1.0
+ * client asking keep-alive keeps its connection for the next request, and
+ * the connection closes after the request that says so. */
+Test(hostile, expect_continue_and_keep_alive_as_http_says, .timeout = 60)
+{
+    server s;
+    start(&s, shipped_model(), NULL);
+    static const char expect[] =
+        "POST /v1/translate HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 23\r\n"
+        "Connection: close\r\n\r\n{\"source\": [[5, 6, 7]]}";
+    raw_answer a[3];
+    size_t rest;
+    int n = raw_exchange(s.port, expect, sizeof expect - 1, NULL, a, 3, &rest);
+    cr_expect(n == 2 && a[0].status == 100 && a[1].status == 200 && a[1].closes,
+              "Expect: 100-continue: %d answers (%d, %d)", n, n > 0 ? a[0].status : 0,
+              n > 1 ? a[1].status : 0);
+    cr_expect(n < 2 || strstr(a[1].body, "\"translations\""), "%s", a[1].body);
+    static const char old[] = "GET /v1/health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                              "GET /v1/health HTTP/1.0\r\n\r\n"
+                              "GET /v1/health HTTP/1.0\r\n\r\n";
+    n = raw_exchange(s.port, old, sizeof old - 1, NULL, a, 3, &rest);
+    cr_expect(n == 2 && a[0].status == 200 && !a[0].closes && a[1].status == 200 && a[1].closes,
+              "HTTP/1.0: %d answers, the first %s, the second %s (the third must not be read)",
+              n, n > 0 && a[0].closes ? "closing" : "kept", n > 1 && a[1].closes ? "closing"
+                                                                               : "kept");
+    stop_within(&s, SIGTERM, 5.0);
+}
