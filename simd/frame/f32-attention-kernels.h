@@ -28,7 +28,9 @@
 #define ROW_VECTORS 8
 #define ROW_DIMS (ROW_VECTORS * VEC_WIDTH)
 
-_Static_assert(TILE_ROWS <= VEC_WIDTH, "the rescale factors of a tile are one vector");
+/* A tile's per-row scalars (maxima, rescale factors) in whole vectors: one
+ * on the x86 widths, two on neon's 4 lanes. */
+#define TILE_LANES ((TILE_ROWS + VEC_WIDTH - 1) / VEC_WIDTH * VEC_WIDTH)
 _Static_assert(KEY_BLOCK % SCORE_KEYS == 0, "6-row score passes tile the key block");
 
 /* What the set supplies. kt[c][j] = k[j][c] for keys j < nb and dims c < dc,

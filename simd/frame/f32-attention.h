@@ -1,6 +1,6 @@
 /*
  * Attention of one head with a streaming ("online") softmax: the frame every
- * x86 set shares, written once over the set's vector vocabulary (VEC_*, see
+ * vector set shares, written once over the set's vector vocabulary (VEC_*, see
  * simd/avx2/vec.h). A set's f32-attention.c includes its vocabulary, says how
  * many vectors its register tiles hold (SCORE_VECTORS, VALUE_VECTORS), then
  * includes this file and defines the one kernel that is its own:
@@ -150,7 +150,8 @@ static void tile_scores(query_block *b, const tile *t, size_t c0, size_t dc, flo
 static void tile_softmax_values(query_block *b, const tile *t, size_t j0)
 {
     const tsr_attention_args *a = b->a;
-    alignas(VEC_ALIGN) float old_max[VEC_WIDTH] = {0}, new_max[VEC_WIDTH] = {0}, alpha[VEC_WIDTH];
+    alignas(VEC_ALIGN) float old_max[TILE_LANES] = {0}, new_max[TILE_LANES] = {0},
+                             alpha[TILE_LANES];
     for (size_t r = t->lo; r < t->hi; r++) {
         size_t u = r - t->t0;
         float block_max = mask_and_max(b->scores[r], t->e[u]);
@@ -159,7 +160,9 @@ static void tile_softmax_values(query_block *b, const tile *t, size_t j0)
     }
     /* alpha = e^(m_old - m_new) for all rows at once (0 on a row's first
      * block, where m_old = -inf). */
-    VEC_STORE(alpha, VEC_EXP_NONPOSITIVE(VEC_SUB(VEC_LOAD(old_max), VEC_LOAD(new_max))));
+    for (size_t l = 0; l < TILE_LANES; l += VEC_WIDTH)
+        VEC_STORE(alpha + l,
+                  VEC_EXP_NONPOSITIVE(VEC_SUB(VEC_LOAD(old_max + l), VEC_LOAD(new_max + l))));
     float block_sum[TILE_ROWS];
     if (t->hi - t->lo == TILE_ROWS && t->e[0] == KEY_BLOCK) {
         weights_and_sums_6(b->scores[t->t0], new_max, block_sum);

@@ -1,6 +1,6 @@
 /*
  * x += delta (optional, stored back), then out = LayerNorm(x) * gamma + beta,
- * row by row: the frame every x86 set shares, written once over the set's
+ * row by row: the frame every vector set shares, written once over the set's
  * vector vocabulary (VEC_*, simd/avx2/vec.h) and compiled into each set with
  * its own flags. Three passes over the row:
  *

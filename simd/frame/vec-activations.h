@@ -1,6 +1,6 @@
 /*
  * The activations over a set's vector vocabulary (VEC_*, simd/<set>/vec.h),
- * written once for every x86 set: the activate kernel, the GEMM epilogues
+ * written once for every vector set: the activate kernel, the GEMM epilogues
  * and the fused GEMM tile all call vec_activate, so act(v) is the same bits
  * in each. What differs between sets is e^x (VEC_EXP, the set's
  * vecmath.h) and how lanes are selected (VEC_SELECT_*: blends or opmasks).

@@ -51,12 +51,14 @@ void tsr_f32_gemm_epilogue__neon(const float *c, size_t ldc, size_t m, size_t n,
                                  const float *bias, tsr_activation act, const float *residual,
                                  size_t ldr, float *y, size_t ldy);
 
-/* The first n (0..3) floats at p in lanes 0..n-1, zeros above; nothing past
+/* The first n (0..4) floats at p in lanes 0..n-1, zeros above; nothing past
  * p[n - 1] is read. */
 static inline float32x4_t tsr_neon_load_partial(const float *p, size_t n)
 {
     float32x4_t v = vdupq_n_f32(0.0f);
     switch (n) {
+    case 4:
+        return vld1q_f32(p);
     case 3:
         v = vld1q_lane_f32(p + 2, v, 2);
         /* fall through */
@@ -72,11 +74,14 @@ static inline float32x4_t tsr_neon_load_partial(const float *p, size_t n)
     return v;
 }
 
-/* Lanes 0..n-1 of v to p[0..n-1] (n is 0..3); nothing past p[n - 1] is
+/* Lanes 0..n-1 of v to p[0..n-1] (n is 0..4); nothing past p[n - 1] is
  * written. */
 static inline void tsr_neon_store_partial(float *p, float32x4_t v, size_t n)
 {
     switch (n) {
+    case 4:
+        vst1q_f32(p, v);
+        break;
     case 3:
         vst1q_lane_f32(p + 2, v, 2);
         /* fall through */
