@@ -30,7 +30,6 @@
  * for WRITE_STALL_S is cut. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -43,9 +42,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <linux/filter.h>
-#endif
 
 #include "cli/serve/frame.h"
 #include "cli/serve/server.h"
@@ -725,36 +721,6 @@ static void stop_listening(srv_loop *l)
     l->listening = 0;
 }
 
-/* Stops new connections at the listening socket: a filter that drops a
- * packet with SYN set and ACK clear, the first of a new connection. Returns
- * 1 when the system took it, 0 where it has no socket filters.
- *
- * Only the first packet: the filter also sees the last ACK of every
- * handshake whose SYN-ACK already went out, and a drop-all filter once
- * dropped such an ACK, leaving a client connected on its side (and its
- * request sent) to a connection the listener never queued and reset when it
- * closed. Sockets accepted later inherit the filter; an established
- * connection never receives a bare SYN, so it drops nothing of theirs. The
- * filter reads the TCP header, whose byte 13 holds the flags. */
-static int close_the_door(int listener)
-{
-#ifdef SO_ATTACH_FILTER
-    enum { TCP_FLAGS_BYTE = 13, TCP_SYN = 0x02, TCP_ACK = 0x10 };
-    struct sock_filter drop_syn[] = {
-        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, TCP_FLAGS_BYTE),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, TCP_SYN | TCP_ACK),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TCP_SYN, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, 0),          /* drop */
-        BPF_STMT(BPF_RET | BPF_K, 0xffffffffu), /* keep the whole packet */
-    };
-    struct sock_fprog filter = {.len = sizeof drop_syn / sizeof drop_syn[0], .filter = drop_syn};
-    return setsockopt(listener, SOL_SOCKET, SO_ATTACH_FILTER, &filter, sizeof filter) == 0;
-#else
-    (void)listener;
-    return 0;
-#endif
-}
-
 /* Quiescing: connections the system completed before the socket closes are
  * accepted ones to their clients, so they are taken rather than reset (a
  * listening socket's close resets its backlog). First, where the system
@@ -771,7 +737,7 @@ static int close_door_step(srv_loop *l)
     struct timespec t = now();
     if (!l->door_closing) {
         l->door_closing = 1;
-        l->door_filter = l->listening && close_the_door(l->listener);
+        l->door_filter = l->listening && srv_listener_close_door(l->listener);
         l->door_began = l->last_accept = t;
     }
     accept_all(l);
@@ -943,19 +909,8 @@ static void *run(void *arg)
 
 srv_loop *srv_loop_open(const srv_settings *s, srv_metrics *metrics, char *err, size_t err_len)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-                    *addr;
-    char port[16];
-    snprintf(port, sizeof port, "%d", s->port);
-    int rc = getaddrinfo(s->host, port, &hints, &addr);
-    if (rc != 0) {
-        snprintf(err, err_len, "--host %s: %s", s->host, gai_strerror(rc));
-        return NULL;
-    }
     srv_loop *l = calloc(1, sizeof *l);
     if (!l) {
-        freeaddrinfo(addr);
         snprintf(err, err_len, "out of memory");
         return NULL;
     }
@@ -965,30 +920,12 @@ srv_loop *srv_loop_open(const srv_settings *s, srv_metrics *metrics, char *err, 
     l->head.next = l->head.prev = &l->head;
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->changed, NULL);
-    l->listener = socket(addr->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                         addr->ai_protocol);
-    int on = 1;
-    if (l->listener >= 0) {
-        (void)setsockopt(l->listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-        if (addr->ai_family == AF_INET6)
-            (void)setsockopt(l->listener, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-    }
-    if (l->listener < 0 || bind(l->listener, addr->ai_addr, addr->ai_addrlen) != 0 ||
-        listen(l->listener, SOMAXCONN) != 0) {
-        snprintf(err, err_len, "cannot listen on %s port %d: %s", s->host, s->port,
-                 strerror(errno));
-        freeaddrinfo(addr);
+    l->listener = srv_listener_open(s, &l->port, err, err_len);
+    if (l->listener < 0) {
         srv_loop_stop(l);
         return NULL;
     }
-    freeaddrinfo(addr);
     l->listening = 1;
-    struct sockaddr_storage bound;
-    socklen_t len = sizeof bound;
-    l->port = s->port;
-    if (getsockname(l->listener, (struct sockaddr *)&bound, &len) == 0)
-        l->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                    : ((struct sockaddr_in *)&bound)->sin_port);
     return l;
 }
 

@@ -3,6 +3,7 @@
  *   serve.c          the command: options, startup, signals, orderly shutdown
  *   serve/loop.c     the HTTP/1.1 server: one thread, epoll, every connection;
  *                    the limits, the deadlines, refusals of malformed HTTP
+ *   serve/listener.c the listening socket, and its door closed at shutdown
  *   serve/frame.c    HTTP/1.x requests framed and checked
  *   serve/http.c     the routes: endpoints, jobs, answers; drain
  *   serve/request.c  JSON requests checked into jobs, jobs answered as JSON
@@ -246,6 +247,16 @@ typedef struct srv_routes {
      * comes. */
     void (*drop)(void *arg, srv_exchange *x, srv_stop why);
 } srv_routes;
+
+/* ---- The listening socket (serve/listener.c) --------------------------------------- */
+
+/* A non-blocking socket listening on s->host:s->port, the port it got in
+ * *port; -1 with a message when it cannot. */
+int srv_listener_open(const srv_settings *s, int *port, char *err, size_t err_len);
+/* Stops new connections at the socket (their first packet dropped), the
+ * handshakes already answered still completing: 1 when the system took
+ * the filter, 0 where it has none. */
+int srv_listener_close_door(int listener);
 
 /* ---- The loop (serve/loop.c) ------------------------------------------------------- */
 
