@@ -54,6 +54,8 @@ typedef struct cli_options {
     tessera_translate_options translate;
     int n_best_given;
     int prefix;                        /* translate --prefix: SOURCE<TAB>PREFIX lines */
+    int stream;                        /* translate --stream: tokens written as decoded */
+    int workers_given;
     tessera_compute_type compute_type; /* --compute-type, else TESSERA_COMPUTE_DEFAULT */
     const char *pool;   /* encode --pool: none, mean, first (default none) */
     const char *format; /* encode --format: text, binary (default text) */

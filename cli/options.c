@@ -407,6 +407,7 @@ enum {
     OPT_DISABLE_UNK,
     OPT_END_TOKEN,
     OPT_ALIGNMENTS,
+    OPT_STREAM,
     OPT_BATCH_TOKENS,
     OPT_MAX_MEMORY,
     OPT_SOURCE_LANG,
@@ -449,6 +450,7 @@ static const struct option all_options[] = {
     {"disable-unk", no_argument, NULL, OPT_DISABLE_UNK},
     {"end-token", required_argument, NULL, OPT_END_TOKEN},
     {"alignments", no_argument, NULL, OPT_ALIGNMENTS},
+    {"stream", no_argument, NULL, OPT_STREAM},
     {"batch-tokens", required_argument, NULL, OPT_BATCH_TOKENS},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"source-lang", required_argument, NULL, OPT_SOURCE_LANG},
@@ -487,7 +489,9 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_BEAM: return cli_parse_int("--beam", arg, INT_MIN, INT_MAX, &t->beam);
     case OPT_MAX_LEN: return cli_parse_int("--max-len", arg, INT_MIN, INT_MAX, &t->max_len);
     case OPT_THREADS: return cli_parse_int("--threads", arg, 1, 4096, &o->threads);
-    case OPT_WORKERS: return cli_parse_int("--workers", arg, 1, 256, &o->workers);
+    case OPT_WORKERS:
+        o->workers_given = 1;
+        return cli_parse_int("--workers", arg, 1, 256, &o->workers);
     case OPT_BATCH:
         o->batch_given = 1;
         return cli_parse_int("--batch", arg, 1, CLI_BATCH_MAX, &o->batch);
@@ -542,6 +546,7 @@ static int apply_option(int opt, const char *arg, cli_options *o)
     case OPT_DISABLE_UNK: t->disable_unk = 1; return 0;
     case OPT_END_TOKEN: return cli_parse_int("--end-token", arg, INT_MIN, INT_MAX, &t->end_token);
     case OPT_ALIGNMENTS: t->return_alignments = 1; return 0;
+    case OPT_STREAM: o->stream = 1; return 0;
     case OPT_SOURCE_LANG: t->source_lang = arg; return 0;
     case OPT_TARGET_LANG: t->target_lang = arg; return 0;
     default: return cli_apply_shortlist_option(opt, arg, o);

@@ -62,7 +62,11 @@ static void usage(FILE *f)
             "                          'I-J' pair per target token J (from 0): I is the source\n"
             "                          position J attended to most in the last decoder layer's\n"
             "                          cross-attention, averaged over the heads (positions\n"
-            "                          of tokens: pieces, for text)\n",
+            "                          of tokens: pieces, for text)\n"
+            "  --stream                write each translation's tokens as they are decoded,\n"
+            "                          a line at a time (greedy or sampling, --beam 1; not\n"
+            "                          with --n-best, --alignments, --batch or --workers);\n"
+            "                          each line ends as the same line without --stream\n",
             (double)TESSERA_SAMPLING_TEMPERATURE_MIN, (double)TESSERA_SAMPLING_TEMPERATURE_MAX,
             TESSERA_NO_REPEAT_NGRAM_MAX, (double)TESSERA_REPETITION_PENALTY_MIN,
             (double)TESSERA_REPETITION_PENALTY_MAX);
@@ -77,11 +81,22 @@ static void usage(FILE *f)
             "exit with status 1; lines before a bad line are translated and printed first.\n");
 }
 
+/* --stream: the line being decoded, as far as it is written (on the one
+ * worker's thread: a line at a time). */
+typedef struct stream {
+    const cli_model *cm;
+    int32_t *ids;
+    size_t len, cap;
+    size_t written; /* bytes of the line's rendering written so far */
+    cli_line text;  /* a rendering of the tokens so far */
+} stream;
+
 /* The command's state, shared by the workers (read-only) and the printer. */
 typedef struct command {
     const cli_options *o;
     const cli_model *cm;
     cli_line line;
+    stream *stream; /* --stream, else NULL */
 } command;
 
 /* One batch of lines and, once computed, its hypotheses. */
@@ -152,6 +167,43 @@ static int parse_source(void *ctx, void *state, const char *line, size_t len, si
     return check_budget(c, *tokens, err, err_len);
 }
 
+/* Renders ids[0, n) and writes what of it goes past what is written; only
+ * a rendering that extends it (a detokenizer may join a piece with the one
+ * after it: the newest token's rendering waits for the next). */
+static void stream_write(stream *st, size_t n)
+{
+    char err[256];
+    cli_line_reset(&st->text);
+    if (cli_line_side(&st->text, st->cm, TESSERA_TARGET, st->ids, n, err, sizeof err) != 0 ||
+        st->text.len <= st->written)
+        return;
+    if (fwrite(st->text.text + st->written, 1, st->text.len - st->written, stdout) ==
+        st->text.len - st->written)
+        st->written = st->text.len;
+    fflush(stdout);
+}
+
+/* The library's tessera_token_fn: the token joins the line, and what of
+ * the line is sure is written. */
+static int stream_token(void *arg, size_t sentence, int32_t id, float logprob, size_t step)
+{
+    (void)sentence;
+    (void)logprob;
+    (void)step;
+    stream *st = arg;
+    if (st->len == st->cap) {
+        size_t cap = st->cap ? 2 * st->cap : 64;
+        int32_t *ids = realloc(st->ids, cap * sizeof *ids);
+        if (!ids)
+            return 0; /* the line is written whole at its end */
+        st->ids = ids;
+        st->cap = cap;
+    }
+    st->ids[st->len++] = id;
+    stream_write(st, st->len - 1);
+    return 0;
+}
+
 static int translate_slot(void *ctx, void *state, size_t n, size_t first_line,
                           tessera_runtime *rt, char *err, size_t err_len)
 {
@@ -163,9 +215,26 @@ static int translate_slot(void *ctx, void *state, size_t n, size_t first_line,
     opts.first_sentence_index = first_line;
     opts.allow_empty = c->cm->form == CLI_TEXT;
     opts.target_prefix = c->o->prefix ? s->prefix.seqs : NULL;
+    stream *st = c->stream;
+    if (st) {
+        st->len = st->written = 0;
+        opts.on_token = stream_token;
+        opts.on_token_arg = st;
+    }
     if (tessera_translate_with(rt, c->cm->model, s->src.seqs, n, &opts, &s->h, err, err_len) != 0)
         return -1;
     s->n_h = n * (size_t)opts.n_best;
+    if (st) { /* the rest of the line, as the hypothesis renders whole */
+        cli_line_reset(&st->text);
+        if (cli_line_side(&st->text, c->cm, TESSERA_TARGET, s->h[0].ids, s->h[0].len, err,
+                          err_len) != 0)
+            return -1;
+        if ((st->text.len > st->written &&
+             fwrite(st->text.text + st->written, 1, st->text.len - st->written, stdout) !=
+                 st->text.len - st->written) ||
+            putchar('\n') == EOF || fflush(stdout) != 0)
+            return cli_fail(err, err_len, "error writing standard output");
+    }
     return 0;
 }
 
@@ -187,7 +256,7 @@ static int print_slot(void *ctx, void *state, size_t n)
     size_t K = (size_t)c->o->translate.n_best;
     int status = 0;
     char err[1024];
-    for (size_t i = 0; status == 0 && i < n; i++) {
+    for (size_t i = 0; status == 0 && !c->stream && i < n; i++) { /* --stream: written */
         cli_line_reset(&c->line);
         /* An empty source (a line of text without tokens) is an empty line. */
         for (size_t k = 0; status == 0 && s->src.seqs[i].len > 0 && k < K; k++) {
@@ -223,11 +292,26 @@ int cli_translate(int argc, char **argv)
                                "beam max-len batch batch-tokens max-memory tokens length-penalty "
                                "n-best sampling-topk sampling-topp sampling-temperature seed "
                                "prefix min-len no-repeat-ngram repetition-penalty disable-unk "
-                               "end-token alignments source-lang target-lang vmap use-vmap "
+                               "end-token alignments stream source-lang target-lang vmap use-vmap "
                                "shortlist shortlist-first shortlist-best shortlist-threshold",
                                &o, usage);
     if (rc != 0)
         return rc < 0 ? 0 : 1;
+    if (o.stream) {
+        /* A line at a time, on one worker, as greedy decoding or sampling makes it. */
+        const char *bad = o.translate.beam != 1                  ? "--beam above 1"
+                          : o.n_best_given                       ? "--n-best"
+                          : o.translate.return_alignments        ? "--alignments"
+                          : o.batch_given && o.batch != 1        ? "--batch above 1"
+                          : o.batch_tokens                       ? "--batch-tokens"
+                          : o.workers_given && o.workers != 1    ? "--workers above 1"
+                                                                 : NULL;
+        if (bad)
+            return cli_error("--stream: not with %s (it writes each line's tokens as greedy "
+                             "decoding or sampling makes them, a line at a time)", bad);
+        o.batch = 1;
+        o.workers = 1;
+    }
     if (cli_model_open(&o, &cm) != 0 || cli_model_require_decoder(&cm, "translate") != 0)
         return 1;
     if (cli_check_decoding("translate", cm.cfg, &o.translate) != 0 ||
@@ -237,10 +321,13 @@ int cli_translate(int argc, char **argv)
         cli_model_close(&cm);
         return 1;
     }
-    command c = {&o, &cm, {0}};
+    stream st = {.cm = &cm};
+    command c = {&o, &cm, {0}, o.stream ? &st : NULL};
     rc = cli_run_workers(&translate_work, &c, (size_t)o.batch, (size_t)o.batch_tokens,
                          cm.runtimes, o.workers);
     cli_line_free(&c.line);
+    cli_line_free(&st.text);
+    free(st.ids);
     cli_model_close(&cm);
     return rc;
 }

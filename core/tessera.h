@@ -474,6 +474,21 @@ typedef struct tessera_tokens {
  * function. */
 typedef int (*tessera_cancel_fn)(void *arg);
 
+/* Streaming: called for each token as it joins a sentence's hypothesis,
+ * with the sentence's index in the call's input (from 0), the token id, its
+ * log-probability (as it counts in the score) and its step (its position in
+ * the hypothesis, from 0; a target prefix's tokens come first, forced). The
+ * tokens of a sentence arrive in order and are exactly its hypothesis's ids:
+ * the ending token (EOS, end_token) is never passed. A nonzero return ends
+ * that sentence's hypothesis after this token (its score the log-probability
+ * so far, as for a hypothesis cut at max_len); the other sentences go on.
+ * Called on the runtime's thread during the call, one call at a time, the
+ * sentences of a batch interleaved step by step. Greedy decoding and
+ * sampling (beam 1); tessera_translate_options_check refuses it with beam
+ * search. */
+typedef int (*tessera_token_fn)(void *arg, size_t sentence, int32_t id, float logprob,
+                                size_t step);
+
 /* A vocabulary shortlist ("Vocabulary shortlists" below; NULL in the
  * options: every target id). */
 typedef struct tessera_shortlist tessera_shortlist;
@@ -555,13 +570,17 @@ typedef struct tessera_translate_options {
      * chooses among its own candidates, the softmax over them alone
      * ("Vocabulary shortlists" below). Greedy, beam and sampling alike. */
     const tessera_shortlist *shortlist;
+    /* NULL (default), or the streaming callback above, and its argument. */
+    tessera_token_fn on_token;
+    void *on_token_arg;
 } tessera_translate_options;
 
 /* Defaults: greedy, max_len 256, length_penalty 0, n_best 1, batch 1, no
  * sampling (topk 1, topp 1, temperature 1, seed 0, first index 0), no
  * prefix, min_len 0, no_repeat_ngram 0, repetition_penalty 1, disable_unk 0,
  * end_token -1, no alignments, batch_tokens 0, no cancel function, empty
- * sources refused, stream_index NULL, no languages, no shortlist. */
+ * sources refused, stream_index NULL, no languages, no shortlist, no
+ * streaming. */
 void tessera_translate_options_init(tessera_translate_options *options);
 
 /* Checks every rule of the decoding options that does not depend on the

@@ -1997,3 +1997,33 @@ Test(cli, a_read_error_on_standard_input_is_one_line)
         test_run_free(&r);
     }
 }
+
+/* --stream writes each line as the same command without it does, greedy and
+ * sampling (the library's streaming, tessera_token_fn, behind it), and
+ * refuses what it cannot stream with one line naming the flag. */
+Test(cli, stream_writes_what_translate_writes)
+{
+    static const char input[] = "4 5 6\n7 8\n5\n";
+    static const char *const sampling[] = {"--sampling-topk", "0", "--seed", "5"};
+    for (int sample = 0; sample < 2; sample++) {
+        const char *a = sample ? sampling[0] : "--max-len", *b = sample ? sampling[1] : "8";
+        const char *c2 = sample ? sampling[2] : "--max-len", *d = sample ? sampling[3] : "8";
+        test_run plain = translate(input, a, b, c2, d);
+        test_run streamed = translate(input, a, b, c2, d, "--stream");
+        expect_success(&plain);
+        expect_success(&streamed);
+        cr_expect_eq(count_lines(&streamed), 3);
+        cr_expect_str_eq(streamed.out, plain.out, "%s: --stream wrote something else",
+                         sample ? "sampling" : "greedy");
+        test_run_free(&plain);
+        test_run_free(&streamed);
+    }
+    static const char *const refused[][3] = {
+        {"--beam", "2", "--beam"}, {"--n-best", "1", "--n-best"}, {"--batch", "4", "--batch"},
+        {"--workers", "2", "--workers"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        test_run r = translate(input, "--stream", refused[i][0], refused[i][1]);
+        expect_failure(&r, "--stream", refused[i][2], 0);
+        test_run_free(&r);
+    }
+}

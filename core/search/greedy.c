@@ -29,6 +29,7 @@ typedef struct greedy_state {
     int plain;           /* the argmax of the raw logits: no option below is on */
     /* Only when some option asks for more than the argmax: */
     const tessera_tokens *prefix; /* [n] or NULL */
+    const size_t *order;          /* [n]: each sentence's index in the call (streaming) */
     tsr_rules rules;
     int sampling;
     tsr_sampler sampler;
@@ -139,6 +140,11 @@ static int run(const tsr_exec *ex, size_t n, const tessera_translate_options *o,
             if (g->align)
                 g->align[s * limit + g->len[s]] = dec->alignment[i];
             g->ids[s * limit + g->len[s]++] = tok;
+            if (o->on_token && o->on_token(o->on_token_arg, g->order[s], tok,
+                                           g->step_logprob[i], g->len[s] - 1)) {
+                finish(o, g, s, 0, out); /* the caller has what it wants of it */
+                continue;
+            }
             if (g->len[s] == limit) {
                 finish(o, g, s, 0, out);
                 continue;
@@ -210,6 +216,7 @@ int tsr_greedy(const tsr_exec *ex, const tsr_decode_batch *in, const tessera_tra
         .target_lang = in->target_lang,
         .step_logprob = tsr_malloc(n * sizeof(float)),
         .prefix = in->prefix,
+        .order = in->order,
         .sampling = o->sampling_topk != 1,
         .sampler = {(size_t)o->sampling_topk, o->sampling_topp, o->sampling_temperature},
     };
