@@ -38,6 +38,7 @@ static const char *const option_keywords[][2] = {
     {"n_best", "num_hypotheses"},
     {"min_len", "min_decoding_length"},
     {"no_repeat_ngram", "no_repeat_ngram_size"},
+    {"on_token", "callback"},
 };
 
 PyObject *tsr_py_raise_options(int status, const char *message)

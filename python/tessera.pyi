@@ -1,6 +1,6 @@
 """Type stubs of the tessera module (python/, README "From Python")."""
 import os
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -17,6 +17,17 @@ class TranslationResult(Tuple[List[Hypothesis], List[float], List[List[int]]]):
     def scores(self) -> List[float]: ...
     @property
     def alignments(self) -> List[List[int]]: ...
+
+class GenerationStepResult:
+    """One token as translate_batch(callback=...) streams it (a types.SimpleNamespace):
+    CTranslate2's fields. A true return from the callback ends that sentence; greedy
+    decoding and sampling only (beam_size 1)."""
+    batch_id: int  # the sentence's index in source
+    step: int  # the token's position in the hypothesis, from 0
+    token_id: int
+    token: Optional[str]  # its piece, when the model has a target vocabulary
+    log_prob: float
+    hypothesis_id: int  # always 0
 
 class ScoringResult(Tuple[List[float]]):
     """The teacher-forced scores of one target sentence."""
@@ -91,6 +102,7 @@ class Translator(Model):
         source_lang: Optional[str] = None,
         target_lang: Optional[str] = None,
         use_vmap: bool = False,
+        callback: Optional[Callable[[GenerationStepResult], Optional[bool]]] = None,
     ) -> List[TranslationResult]: ...
     def score_batch(
         self,

@@ -306,6 +306,46 @@ static int target_lang_from_prefix(const tsr_py_engine *e, tsr_py_batch *pre,
     return 0;
 }
 
+/* translate_batch(callback=fn): fn gets each token as it joins a sentence's
+ * hypothesis, as one object with CTranslate2's GenerationStepResult fields
+ * (batch_id, step, token_id, token, log_prob, hypothesis_id), and a true
+ * return ends that sentence. Called on the runtime's thread, which takes the
+ * interpreter's lock for it (the caller's thread has let it go). An
+ * exception from fn ends every sentence and is raised by translate_batch. */
+typedef struct py_stream {
+    PyObject *fn;
+    PyObject *make; /* types.SimpleNamespace */
+    const tessera_vocabulary *vocab;
+    PyObject *error_type, *error, *error_trace; /* the first exception of fn */
+} py_stream;
+
+static int py_on_token(void *arg, size_t sentence, int32_t id, float logprob, size_t step)
+{
+    py_stream *p = arg;
+    PyGILState_STATE held = PyGILState_Ensure();
+    int stop = 1;
+    if (!p->error_type) {
+        const char *piece = p->vocab ? tessera_vocabulary_piece(p->vocab, id) : NULL;
+        PyObject *kw = Py_BuildValue("{s:n,s:n,s:i,s:s,s:d,s:i}", "batch_id", (Py_ssize_t)sentence,
+                                     "step", (Py_ssize_t)step, "token_id", (int)id, "token",
+                                     piece, "log_prob", (double)logprob, "hypothesis_id", 0);
+        PyObject *no_args = kw ? PyTuple_New(0) : NULL;
+        PyObject *result = no_args ? PyObject_Call(p->make, no_args, kw) : NULL;
+        PyObject *said = result ? PyObject_CallOneArg(p->fn, result) : NULL;
+        int truth = said ? PyObject_IsTrue(said) : -1;
+        if (truth < 0)
+            PyErr_Fetch(&p->error_type, &p->error, &p->error_trace);
+        else
+            stop = truth;
+        Py_XDECREF(said);
+        Py_XDECREF(result);
+        Py_XDECREF(no_args);
+        Py_XDECREF(kw);
+    }
+    PyGILState_Release(held);
+    return stop;
+}
+
 static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"source", "target_prefix", "max_batch_size", "batch_type",
@@ -314,22 +354,38 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
                                "sampling_topk", "sampling_topp", "sampling_temperature", "seed",
                                "min_decoding_length", "no_repeat_ngram_size",
                                "repetition_penalty", "disable_unk", "end_token", "source_lang",
-                               "target_lang", "use_vmap", NULL};
+                               "target_lang", "use_vmap", "callback", NULL};
     tsr_py_engine *e = &self->e;
     tessera_translate_options o;
     tessera_translate_options_init(&o);
-    PyObject *source, *prefix = Py_None, *end_token = Py_None, *seed = NULL;
+    PyObject *source, *prefix = Py_None, *end_token = Py_None, *seed = NULL, *callback = Py_None;
     int max_batch_size = 0, return_scores = 0, return_alignments = 0, use_vmap = 0;
     const char *batch_type = "examples";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpOzzp:translate_batch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$isiiifppiffOiifpOzzpO:translate_batch",
                                      keywords, &source, &prefix, &max_batch_size, &batch_type,
                                      &o.beam, &o.max_len, &o.n_best, &o.length_penalty,
                                      &return_scores, &return_alignments, &o.sampling_topk,
                                      &o.sampling_topp, &o.sampling_temperature, &seed,
                                      &o.min_len, &o.no_repeat_ngram, &o.repetition_penalty,
                                      &o.disable_unk, &end_token, &o.source_lang,
-                                     &o.target_lang, &use_vmap))
+                                     &o.target_lang, &use_vmap, &callback))
         return NULL;
+    py_stream stream = {0};
+    if (callback != Py_None) {
+        if (!PyCallable_Check(callback)) {
+            PyErr_SetString(PyExc_TypeError, "callback: a function of one argument, or None");
+            return NULL;
+        }
+        PyObject *types = PyImport_ImportModule("types");
+        stream.make = types ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
+        Py_XDECREF(types);
+        if (!stream.make)
+            return NULL;
+        stream.fn = callback;
+        stream.vocab = e->vocab[TESSERA_TARGET];
+        o.on_token = py_on_token;
+        o.on_token_arg = &stream;
+    }
     if (use_vmap && (e->shortlist || !e->dir_vmap)) {
         if (!e->shortlist && e->dir_vmap_error[0])
             PyErr_Format(PyExc_ValueError, "use_vmap: %s", e->dir_vmap_error);
@@ -383,6 +439,14 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
         tsr_py_engine_release(e, rt);
     }
     Py_END_ALLOW_THREADS
+    if (stream.error_type) { /* the callback's own exception, whatever else happened */
+        PyErr_Restore(stream.error_type, stream.error, stream.error_trace);
+        if (rc == 0 && th)
+            tessera_text_hypotheses_free(th, src.n * (size_t)o.n_best);
+        else if (rc == 0)
+            tessera_hypotheses_free(h, src.n * (size_t)o.n_best);
+        goto done;
+    }
     if (rc != 0) {
         tsr_py_raise_options(rc, err);
         goto done;
@@ -394,6 +458,7 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
     else
         tessera_hypotheses_free(h, src.n * (size_t)o.n_best);
 done:
+    Py_XDECREF(stream.make);
     tsr_py_batch_free(&src);
     tsr_py_batch_free(&pre);
     return out;

@@ -130,3 +130,44 @@ def test_model_without_tokenizers(tmp_path, texts, pieces):
     assert got == out.stdout.decode().split("\n")[:-1]
     with pytest.raises(ValueError, match="tokenizer"):
         t.translate_batch(texts[:1])
+
+
+def test_callback_streams_what_translate_batch_returns(translator, ids):
+    """callback= (CTranslate2's shape: one object a token) gets exactly the returned
+    hypotheses' tokens, in step order, and their log-probabilities sum to the score."""
+    for kwargs in ({}, {"sampling_topk": 0, "seed": 3}):
+        plain = translator.translate_batch(ids, return_scores=True, **kwargs)
+        seen = {}
+
+        def keep(step):
+            seen.setdefault(step.batch_id, []).append(step)
+
+        streamed = translator.translate_batch(ids, return_scores=True, callback=keep, **kwargs)
+        assert [r.hypotheses for r in streamed] == [r.hypotheses for r in plain]
+        for i, r in enumerate(plain):
+            steps = seen.get(i, [])
+            assert [s.token_id for s in steps] == r.hypotheses[0]
+            assert [s.step for s in steps] == list(range(len(steps)))
+            assert all(s.hypothesis_id == 0 and isinstance(s.token, str) for s in steps)
+
+
+def test_callback_true_ends_that_sentence_only(translator, ids):
+    plain = translator.translate_batch(ids, max_batch_size=8)
+    long_one = next(i for i, r in enumerate(plain) if len(r.hypotheses[0]) > 3)
+    got = translator.translate_batch(
+        ids, max_batch_size=8, callback=lambda s: s.batch_id == long_one and s.step == 2)
+    for i, r in enumerate(got):
+        want = plain[i].hypotheses[0][:3] if i == long_one else plain[i].hypotheses[0]
+        assert r.hypotheses[0] == want
+
+
+def test_callback_errors(translator, ids):
+    def boom(step):
+        raise KeyError("from the callback")
+
+    with pytest.raises(KeyError, match="from the callback"):
+        translator.translate_batch(ids, callback=boom)
+    with pytest.raises(ValueError, match="^callback: "):
+        translator.translate_batch(ids, beam_size=2, callback=lambda s: False)
+    with pytest.raises(TypeError, match="callback"):
+        translator.translate_batch(ids, callback=3)
