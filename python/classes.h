@@ -69,7 +69,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "    return_alignments=False, sampling_topk=1, sampling_topp=1.0,\n"                        \
     "    sampling_temperature=1.0, seed=0, min_decoding_length=0,\n"                            \
     "    no_repeat_ngram_size=0, repetition_penalty=1.0, disable_unk=False,\n"                  \
-    "    end_token=None, source_lang=None, target_lang=None, use_vmap=False)\n"                 \
+    "    end_token=None, source_lang=None, target_lang=None, use_vmap=False,\n"                 \
+    "    callback=None)\n"                                                                       \
     "    -> list[TranslationResult]\n"                                                           \
     "\n"                                                                                         \
     "Translates the source sentences, as `tessera translate` does with the same\n"             \
@@ -82,6 +83,10 @@ extern PyTypeObject tsr_py_encoder_type;
     "end_token: None, or a target id (or piece) that also ends a hypothesis.\n"                 \
     "use_vmap: decode over the model directory's vmap.txt, as CTranslate2's use_vmap\n"        \
     "  (a Translator made with vmap= or shortlist= always decodes over its own).\n"            \
+    "callback: None, or fn(step) called with each token as it is decoded, a\n"                 \
+    "  GenerationStepResult (CTranslate2's fields: batch_id, step, token_id, token,\n"          \
+    "  log_prob, hypothesis_id); a true return ends that sentence. Greedy decoding and\n"     \
+    "  sampling (beam_size 1); an exception in fn ends the call and is raised from it.\n"     \
     TSR_PY_DOC_LANGUAGES                                                                         \
     TSR_PY_DOC_BATCHING                                                                          \
     "Raises ValueError for a bad sentence or option (its message names it), TypeError\n"        \

@@ -1,9 +1,46 @@
-/* TranslationResult, ScoringResult and FloatArray (python/results.h). */
+/* TranslationResult, ScoringResult, GenerationStepResult and FloatArray
+ * (python/results.h). */
 #include "python/results.h"
 
+#include <string.h>
 #include <structmember.h>
 
-static PyTypeObject *translation_result_type, *scoring_result_type;
+static PyTypeObject *translation_result_type, *scoring_result_type, *generation_step_type;
+
+static PyStructSequence_Field generation_step_fields[] = {
+    {"batch_id", "the sentence's index in the source batch"},
+    {"step", "the token's position in the hypothesis, from 0"},
+    {"token_id", "the token's id"},
+    {"token", "its piece, or None without a target vocabulary"},
+    {"log_prob", "its log-probability, as it counts in the score"},
+    {"hypothesis_id", "the hypothesis (always 0: greedy decoding and sampling)"},
+    {NULL, NULL}};
+static PyStructSequence_Desc generation_step_desc = {
+    "tessera.GenerationStepResult", "One token, as translate_batch(callback=...) streams it.",
+    generation_step_fields, 6};
+
+PyObject *tsr_py_generation_step(size_t batch_id, size_t step, int32_t token_id,
+                                 const char *token, double log_prob)
+{
+    PyObject *r = PyStructSequence_New(generation_step_type);
+    PyObject *v[6] = {PyLong_FromSize_t(batch_id), PyLong_FromSize_t(step),
+                      PyLong_FromLong(token_id),
+                      token ? PyUnicode_DecodeUTF8(token, (Py_ssize_t)strlen(token), "replace")
+                            : Py_NewRef(Py_None),
+                      PyFloat_FromDouble(log_prob), PyLong_FromLong(0)};
+    int ok = r != NULL;
+    for (int i = 0; i < 6; i++)
+        ok &= v[i] != NULL;
+    for (int i = 0; i < 6; i++) {
+        if (ok)
+            PyStructSequence_SetItem(r, i, v[i]); /* steals it */
+        else
+            Py_XDECREF(v[i]);
+    }
+    if (!ok)
+        Py_CLEAR(r);
+    return r;
+}
 
 static PyStructSequence_Field translation_fields[] = {
     {"hypotheses", "the num_hypotheses best translations, best first: lists of ids, lists of "
@@ -212,10 +249,14 @@ int tsr_py_results_init(PyObject *module)
 {
     translation_result_type = PyStructSequence_NewType(&translation_desc);
     scoring_result_type = PyStructSequence_NewType(&scoring_desc);
-    if (!translation_result_type || !scoring_result_type || PyType_Ready(&float_array_type) < 0)
+    generation_step_type = PyStructSequence_NewType(&generation_step_desc);
+    if (!translation_result_type || !scoring_result_type || !generation_step_type ||
+        PyType_Ready(&float_array_type) < 0)
         return -1;
     if (PyModule_AddObjectRef(module, "TranslationResult", (PyObject *)translation_result_type) < 0 ||
         PyModule_AddObjectRef(module, "ScoringResult", (PyObject *)scoring_result_type) < 0 ||
+        PyModule_AddObjectRef(module, "GenerationStepResult",
+                              (PyObject *)generation_step_type) < 0 ||
         PyModule_AddObjectRef(module, "FloatArray", (PyObject *)&float_array_type) < 0)
         return -1;
     return 0;

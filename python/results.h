@@ -1,6 +1,6 @@
 /* The objects calls return: TranslationResult and ScoringResult (named
  * tuples, as CTranslate2's results read: result.hypotheses, .scores,
- * .log_probs), and FloatArray, the encoder's float32 vectors that numpy and
+ * .log_probs), GenerationStepResult (a streamed token), and FloatArray, the encoder's float32 vectors that numpy and
  * memoryview read through the buffer protocol without a copy. */
 #ifndef TSR_PY_RESULTS_H
 #define TSR_PY_RESULTS_H
@@ -13,6 +13,11 @@ int tsr_py_results_init(PyObject *module);
 
 /* TranslationResult(hypotheses, scores, alignments); steals the references. */
 PyObject *tsr_py_translation_result(PyObject *hypotheses, PyObject *scores, PyObject *alignments);
+
+/* GenerationStepResult: one streamed token (translate_batch(callback=...)),
+ * CTranslate2's fields; token NULL gives None. */
+PyObject *tsr_py_generation_step(size_t batch_id, size_t step, int32_t token_id,
+                                 const char *token, double log_prob);
 
 /* ScoringResult(log_probs); steals the reference. */
 PyObject *tsr_py_scoring_result(PyObject *log_probs);

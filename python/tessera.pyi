@@ -18,16 +18,22 @@ class TranslationResult(Tuple[List[Hypothesis], List[float], List[List[int]]]):
     @property
     def alignments(self) -> List[List[int]]: ...
 
-class GenerationStepResult:
-    """One token as translate_batch(callback=...) streams it (a types.SimpleNamespace):
-    CTranslate2's fields. A true return from the callback ends that sentence; greedy
-    decoding and sampling only (beam_size 1)."""
-    batch_id: int  # the sentence's index in source
-    step: int  # the token's position in the hypothesis, from 0
-    token_id: int
-    token: Optional[str]  # its piece, when the model has a target vocabulary
-    log_prob: float
-    hypothesis_id: int  # always 0
+class GenerationStepResult(Tuple[int, int, int, Optional[str], float, int]):
+    """One token as translate_batch(callback=...) streams it: CTranslate2's fields. A
+    true return from the callback ends that sentence; greedy decoding and sampling only
+    (beam_size 1)."""
+    @property
+    def batch_id(self) -> int: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def token_id(self) -> int: ...
+    @property
+    def token(self) -> Optional[str]: ...
+    @property
+    def log_prob(self) -> float: ...
+    @property
+    def hypothesis_id(self) -> int: ...
 
 class ScoringResult(Tuple[List[float]]):
     """The teacher-forced scores of one target sentence."""

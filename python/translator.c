@@ -314,7 +314,6 @@ static int target_lang_from_prefix(const tsr_py_engine *e, tsr_py_batch *pre,
  * exception from fn ends every sentence and is raised by translate_batch. */
 typedef struct py_stream {
     PyObject *fn;
-    PyObject *make; /* types.SimpleNamespace */
     const tessera_vocabulary *vocab;
     PyObject *error_type, *error, *error_trace; /* the first exception of fn */
 } py_stream;
@@ -326,11 +325,7 @@ static int py_on_token(void *arg, size_t sentence, int32_t id, float logprob, si
     int stop = 1;
     if (!p->error_type) {
         const char *piece = p->vocab ? tessera_vocabulary_piece(p->vocab, id) : NULL;
-        PyObject *kw = Py_BuildValue("{s:n,s:n,s:i,s:s,s:d,s:i}", "batch_id", (Py_ssize_t)sentence,
-                                     "step", (Py_ssize_t)step, "token_id", (int)id, "token",
-                                     piece, "log_prob", (double)logprob, "hypothesis_id", 0);
-        PyObject *no_args = kw ? PyTuple_New(0) : NULL;
-        PyObject *result = no_args ? PyObject_Call(p->make, no_args, kw) : NULL;
+        PyObject *result = tsr_py_generation_step(sentence, step, id, piece, (double)logprob);
         PyObject *said = result ? PyObject_CallOneArg(p->fn, result) : NULL;
         int truth = said ? PyObject_IsTrue(said) : -1;
         if (truth < 0)
@@ -339,8 +334,6 @@ static int py_on_token(void *arg, size_t sentence, int32_t id, float logprob, si
             stop = truth;
         Py_XDECREF(said);
         Py_XDECREF(result);
-        Py_XDECREF(no_args);
-        Py_XDECREF(kw);
     }
     PyGILState_Release(held);
     return stop;
@@ -376,11 +369,6 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
             PyErr_SetString(PyExc_TypeError, "callback: a function of one argument, or None");
             return NULL;
         }
-        PyObject *types = PyImport_ImportModule("types");
-        stream.make = types ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
-        Py_XDECREF(types);
-        if (!stream.make)
-            return NULL;
         stream.fn = callback;
         stream.vocab = e->vocab[TESSERA_TARGET];
         o.on_token = py_on_token;
@@ -458,7 +446,6 @@ static PyObject *translate_batch(translator *self, PyObject *args, PyObject *kwa
     else
         tessera_hypotheses_free(h, src.n * (size_t)o.n_best);
 done:
-    Py_XDECREF(stream.make);
     tsr_py_batch_free(&src);
     tsr_py_batch_free(&pre);
     return out;
