@@ -64,9 +64,10 @@ static void usage(FILE *f)
             "                          cross-attention, averaged over the heads (positions\n"
             "                          of tokens: pieces, for text)\n"
             "  --stream                write each translation's tokens as they are decoded,\n"
-            "                          a line at a time (greedy or sampling, --beam 1; not\n"
-            "                          with --n-best, --alignments, --batch or --workers);\n"
-            "                          each line ends as the same line without --stream\n",
+            "                          a line at a time (beam search: its best hypothesis\n"
+            "                          once final; not with --n-best, --alignments, --batch\n"
+            "                          or --workers); each line ends as it would without\n"
+            "                          --stream\n",
             (double)TESSERA_SAMPLING_TEMPERATURE_MIN, (double)TESSERA_SAMPLING_TEMPERATURE_MAX,
             TESSERA_NO_REPEAT_NGRAM_MAX, (double)TESSERA_REPETITION_PENALTY_MIN,
             (double)TESSERA_REPETITION_PENALTY_MAX);
@@ -298,17 +299,16 @@ int cli_translate(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? 0 : 1;
     if (o.stream) {
-        /* A line at a time, on one worker, as greedy decoding or sampling makes it. */
-        const char *bad = o.translate.beam != 1                  ? "--beam above 1"
-                          : o.n_best_given                       ? "--n-best"
+        /* A line at a time, on one worker, as the search makes it. */
+        const char *bad = o.n_best_given                         ? "--n-best"
                           : o.translate.return_alignments        ? "--alignments"
                           : o.batch_given && o.batch != 1        ? "--batch above 1"
                           : o.batch_tokens                       ? "--batch-tokens"
                           : o.workers_given && o.workers != 1    ? "--workers above 1"
                                                                  : NULL;
         if (bad)
-            return cli_error("--stream: not with %s (it writes each line's tokens as greedy "
-                             "decoding or sampling makes them, a line at a time)", bad);
+            return cli_error("--stream: not with %s (it writes each line's tokens as the "
+                             "search makes them, a line at a time)", bad);
         o.batch = 1;
         o.workers = 1;
     }

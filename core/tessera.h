@@ -482,10 +482,11 @@ typedef int (*tessera_cancel_fn)(void *arg);
  * the ending token (EOS, end_token) is never passed. A nonzero return ends
  * that sentence's hypothesis after this token (its score the log-probability
  * so far, as for a hypothesis cut at max_len); the other sentences go on.
- * Called on the runtime's thread during the call, one call at a time, the
- * sentences of a batch interleaved step by step. Greedy decoding and
- * sampling (beam 1); tessera_translate_options_check refuses it with beam
- * search. */
+ * Called on the runtime's thread during the call, one call at a time.
+ * Greedy decoding and sampling give each token as it is chosen, the
+ * sentences of a batch interleaved step by step; beam search gives a
+ * sentence's best hypothesis (the first of its n_best) once its search is
+ * done, token by token, a stop cutting that hypothesis alone. */
 typedef int (*tessera_token_fn)(void *arg, size_t sentence, int32_t id, float logprob,
                                 size_t step);
 

@@ -85,8 +85,8 @@ extern PyTypeObject tsr_py_encoder_type;
     "  (a Translator made with vmap= or shortlist= always decodes over its own).\n"            \
     "callback: None, or fn(step) called with each token as it is decoded, a\n"                 \
     "  GenerationStepResult (CTranslate2's fields: batch_id, step, token_id, token,\n"          \
-    "  log_prob, hypothesis_id); a true return ends that sentence. Greedy decoding and\n"     \
-    "  sampling (beam_size 1); an exception in fn ends the call and is raised from it.\n"     \
+    "  log_prob, hypothesis_id); a true return ends that sentence (beam search: its\n"        \
+    "  best hypothesis, once final). An exception in fn ends the call, raised from it.\n"    \
     TSR_PY_DOC_LANGUAGES                                                                         \
     TSR_PY_DOC_BATCHING                                                                          \
     "Raises ValueError for a bad sentence or option (its message names it), TypeError\n"        \

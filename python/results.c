@@ -13,7 +13,7 @@ static PyStructSequence_Field generation_step_fields[] = {
     {"token_id", "the token's id"},
     {"token", "its piece, or None without a target vocabulary"},
     {"log_prob", "its log-probability, as it counts in the score"},
-    {"hypothesis_id", "the hypothesis (always 0: greedy decoding and sampling)"},
+    {"hypothesis_id", "the hypothesis (always 0: the best)"},
     {NULL, NULL}};
 static PyStructSequence_Desc generation_step_desc = {
     "tessera.GenerationStepResult", "One token, as translate_batch(callback=...) streams it.",

@@ -20,8 +20,8 @@ class TranslationResult(Tuple[List[Hypothesis], List[float], List[List[int]]]):
 
 class GenerationStepResult(Tuple[int, int, int, Optional[str], float, int]):
     """One token as translate_batch(callback=...) streams it: CTranslate2's fields. A
-    true return from the callback ends that sentence; greedy decoding and sampling only
-    (beam_size 1)."""
+    true return from the callback ends that sentence (beam search streams its best
+    hypothesis once final)."""
     @property
     def batch_id(self) -> int: ...
     @property

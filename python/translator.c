@@ -307,7 +307,7 @@ static int target_lang_from_prefix(const tsr_py_engine *e, tsr_py_batch *pre,
 }
 
 /* translate_batch(callback=fn): fn gets each token as it joins a sentence's
- * hypothesis, as one object with CTranslate2's GenerationStepResult fields
+ * hypothesis (beam search: its best, once final), as one object with CTranslate2's GenerationStepResult fields
  * (batch_id, step, token_id, token, log_prob, hypothesis_id), and a true
  * return ends that sentence. Called on the runtime's thread, which takes the
  * interpreter's lock for it (the caller's thread has let it go). An

@@ -1998,8 +1998,8 @@ Test(cli, a_read_error_on_standard_input_is_one_line)
     }
 }
 
-/* --stream writes each line as the same command without it does, greedy and
- * sampling (the library's streaming, tessera_token_fn, behind it), and
+/* --stream writes each line as the same command without it does, greedy,
+ * sampling and beam (the library's streaming, tessera_token_fn, behind it), and
  * refuses what it cannot stream with one line naming the flag. */
 Test(cli, stream_writes_what_translate_writes)
 {
@@ -2018,8 +2018,14 @@ Test(cli, stream_writes_what_translate_writes)
         test_run_free(&plain);
         test_run_free(&streamed);
     }
+    test_run plain = translate(input, "--beam", "3");
+    test_run streamed = translate(input, "--beam", "3", "--stream");
+    expect_success(&streamed);
+    cr_expect_str_eq(streamed.out, plain.out, "beam: --stream wrote something else");
+    test_run_free(&plain);
+    test_run_free(&streamed);
     static const char *const refused[][3] = {
-        {"--beam", "2", "--beam"}, {"--n-best", "1", "--n-best"}, {"--batch", "4", "--batch"},
+        {"--n-best", "1", "--n-best"}, {"--batch", "4", "--batch"},
         {"--workers", "2", "--workers"}};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         test_run r = translate(input, "--stream", refused[i][0], refused[i][1]);

@@ -1,10 +1,11 @@
 /* Streaming (tessera_translate_options.on_token): the tokens a callback
  * receives are exactly the hypotheses the call returns, whatever the batch,
- * for greedy decoding and sampling, a target prefix's tokens included; a
- * nonzero return ends that sentence only; beam search refuses it. The
- * reference is the same call without a callback: streaming must change
- * nothing of what the call computes. */
+ * for greedy decoding, sampling and beam search (its best hypothesis), a
+ * target prefix's tokens included; a nonzero return ends that sentence
+ * only. The reference is the same call without a callback: streaming must
+ * change nothing of what the call computes. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,26 +72,35 @@ static void expect_streamed(const tessera_translate_options *base, int batch)
 {
     tessera_translate_options o = *base;
     o.batch = batch;
+    const size_t K = (size_t)o.n_best; /* the best of each sentence's K streams */
     tessera_hypothesis *plain = translate(&o);
     seen w = {0};
     o.on_token = on_token;
     o.on_token_arg = &w;
     tessera_hypothesis *h = translate(&o);
     cr_expect(!w.out_of_order, "a token came out of order");
+    for (size_t i = 0; i < SENTENCES * K; i++)
+        cr_expect(h[i].len == plain[i].len &&
+                      memcmp(h[i].ids, plain[i].ids, h[i].len * sizeof *h[i].ids) == 0 &&
+                      h[i].score == plain[i].score,
+                  "batch %d, hypothesis %zu: streaming changed it", batch, i);
     for (size_t s = 0; s < SENTENCES; s++) {
-        cr_expect(h[s].len == plain[s].len &&
-                      memcmp(h[s].ids, plain[s].ids, h[s].len * sizeof *h[s].ids) == 0,
-                  "batch %d, sentence %zu: streaming changed the hypothesis", batch, s);
-        cr_expect(w.len[s] == h[s].len &&
-                      memcmp(w.ids[s], h[s].ids, h[s].len * sizeof *h[s].ids) == 0,
+        const tessera_hypothesis *best = &h[s * K];
+        cr_expect(w.len[s] == best->len &&
+                      memcmp(w.ids[s], best->ids, best->len * sizeof *best->ids) == 0,
                   "batch %d, sentence %zu: %zu tokens streamed, %zu returned", batch, s,
-                  w.len[s], h[s].len);
-        if (h[s].len == MAX_LEN) /* cut at max_len: no EOS in the score */
-            cr_expect_eq(w.logprob[s], h[s].score, "sentence %zu: %.17g streamed, score %.17g",
-                         s, w.logprob[s], h[s].score);
+                  w.len[s], best->len);
+        /* Cut at max_len, no EOS in the score: the streamed log-probabilities
+         * are its terms (greedy sums them in this order; beam's differences
+         * of its running sums, to rounding). */
+        if (best->len == MAX_LEN && o.length_penalty == 0.0f)
+            cr_expect(fabs(w.logprob[s] - best->score) <= 1e-9 * (1 + fabs(best->score)) &&
+                          (o.beam > 1 || w.logprob[s] == best->score),
+                      "sentence %zu: %.17g streamed, score %.17g", s, w.logprob[s],
+                      best->score);
     }
-    tessera_hypotheses_free(plain, SENTENCES);
-    tessera_hypotheses_free(h, SENTENCES);
+    tessera_hypotheses_free(plain, SENTENCES * K);
+    tessera_hypotheses_free(h, SENTENCES * K);
 }
 
 TestSuite(streaming, .init = setup, .fini = teardown);
@@ -156,19 +166,45 @@ Test(streaming, a_nonzero_return_ends_that_sentence_only)
     tessera_hypotheses_free(h, SENTENCES);
 }
 
-Test(streaming, beam_search_refuses_a_callback)
+/* Beam search streams each sentence's best hypothesis once its search is
+ * done; with n_best 3 the other two are returned as they were. */
+Test(streaming, beam_search_streams_its_best_hypotheses_at_batch_1_and_8)
 {
-    seen w = {0};
     tessera_translate_options o;
     tessera_translate_options_init(&o);
-    o.beam = 2;
+    o.max_len = MAX_LEN;
+    o.beam = 4;
+    o.n_best = 3;
+    expect_streamed(&o, 1);
+    expect_streamed(&o, 8);
+}
+
+/* A stop cuts the best hypothesis of that sentence only, its score the
+ * streamed terms' sum, the rest of the call as it was. */
+Test(streaming, a_stop_cuts_beam_searchs_best_of_that_sentence_only)
+{
+    tessera_translate_options o;
+    tessera_translate_options_init(&o);
+    o.max_len = MAX_LEN;
+    o.beam = 4;
+    o.n_best = 2;
+    o.batch = 8;
+    tessera_hypothesis *plain = translate(&o);
+    seen w = {.stop_sentence = 5, .stop_after = 3};
     o.on_token = on_token;
     o.on_token_arg = &w;
-    char err[256];
-    cr_expect_eq(tessera_translate_options_check(NULL, &o, err, sizeof err), TESSERA_ERR_INPUT);
-    cr_expect(strncmp(err, "on_token: ", 10) == 0, "%s", err);
-    tessera_hypothesis *h = NULL;
-    cr_expect_eq(tessera_translate(model, src, SENTENCES, &o, &h, err, sizeof err),
-                 TESSERA_ERR_INPUT, "%s", err);
-    cr_expect_eq(w.len[0], 0, "a token was streamed by a refused call");
+    tessera_hypothesis *h = translate(&o);
+    cr_assert_gt(plain[5 * 2].len, 3);
+    for (size_t i = 0; i < SENTENCES * 2; i++) {
+        size_t want = i == 10 ? 3 : plain[i].len;
+        cr_expect(h[i].len == want && memcmp(h[i].ids, plain[i].ids, want * sizeof(int32_t)) == 0,
+                  "hypothesis %zu: %zu tokens, expected %zu of the unstopped run", i, h[i].len,
+                  want);
+        if (i != 10)
+            cr_expect_eq(h[i].score, plain[i].score, "hypothesis %zu's score moved", i);
+    }
+    cr_expect(fabs(h[10].score - w.logprob[5]) <= 1e-12, "the cut hypothesis scores %.17g, its "
+              "streamed terms %.17g", h[10].score, w.logprob[5]);
+    tessera_hypotheses_free(plain, SENTENCES * 2);
+    tessera_hypotheses_free(h, SENTENCES * 2);
 }

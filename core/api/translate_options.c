@@ -95,9 +95,6 @@ int tessera_translate_options_check(const tessera_config *cfg, const tessera_tra
     if (o->sampling_topk != 1 && o->beam != 1)
         return tsr_fail(err, err_len, "sampling_topk: %d samples, which needs beam 1, not %d",
                         o->sampling_topk, o->beam);
-    if (o->on_token && o->beam != 1)
-        return tsr_fail(err, err_len, "on_token: tokens stream from greedy decoding and "
-                        "sampling, beam 1, not %d", o->beam);
     if (o->end_token < -1 || (cfg && o->end_token >= cfg->tgt_vocab_size)) {
         if (cfg)
             return tsr_fail(err, err_len, "end_token: %d is out of range [-1, %d) (-1: none)",

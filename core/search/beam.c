@@ -38,6 +38,7 @@ typedef struct hyp {
     size_t len;
     int32_t *tokens;
     int32_t *align; /* the tokens' alignments, or NULL when not asked for */
+    float *lps;     /* the tokens' log-probabilities, when streaming (else NULL) */
 } hyp;
 
 typedef struct finished_hyp {
@@ -46,6 +47,7 @@ typedef struct finished_hyp {
     size_t len;
     int32_t *ids;
     int32_t *align;
+    float *lps; /* streaming: each token's log-probability */
 } finished_hyp;
 
 typedef struct sentence {
@@ -53,6 +55,7 @@ typedef struct sentence {
     size_t n_live;
     int32_t *tokens[2]; /* [N][limit] each: this step's and the next step's histories */
     int32_t *align[2];  /* the same for alignments, when asked for */
+    float *lps[2];      /* the same for the tokens' log-probabilities, when streaming */
     int flip;
     finished_hyp *fin;
     size_t n_fin, cap_fin;
@@ -71,6 +74,7 @@ typedef struct search {
     const tessera_translate_options *o;
     size_t N, limit, V, n;
     const tessera_tokens *prefix; /* [n] or NULL */
+    const size_t *order;          /* [n]: each sentence's index in the call (streaming) */
     int32_t target_lang;          /* the call's target language token (tsr_start_tokens) */
     tsr_rules rules;
     sentence *sent;
@@ -119,14 +123,18 @@ static int add_finished(search *b, sentence *s, const hyp *h, double score, size
     finished_hyp *f = &s->fin[s->n_fin];
     f->ids = tsr_malloc((h->len + 1) * sizeof(int32_t));
     f->align = h->align ? tsr_malloc((h->len + 1) * sizeof(int32_t)) : NULL;
-    if (!f->ids || (h->align && !f->align)) {
+    f->lps = h->lps ? tsr_malloc((h->len + 1) * sizeof(float)) : NULL;
+    if (!f->ids || (h->align && !f->align) || (h->lps && !f->lps)) {
         tsr_free(f->ids);
         tsr_free(f->align);
+        tsr_free(f->lps);
         return TESSERA_ERR_NOMEM;
     }
     memcpy(f->ids, h->tokens, h->len * sizeof(int32_t));
     if (h->align)
         memcpy(f->align, h->align, h->len * sizeof(int32_t));
+    if (h->lps)
+        memcpy(f->lps, h->lps, h->len * sizeof(float));
     f->len = h->len;
     f->score = score;
     f->rank = length_normalised(b, score, len);
@@ -267,6 +275,28 @@ static int assign_slots(search *b, size_t sent_index, hyp *next, const size_t *p
     return rc;
 }
 
+/* Streaming: the sentence's search is done, its best hypothesis final:
+ * its tokens go to the callback, in order; a nonzero return cuts the
+ * hypothesis after that token (scored as far as it goes, without the
+ * ending token, as at max_len). */
+static void stream_best(search *b, size_t si)
+{
+    sentence *s = &b->sent[si];
+    if (!b->o->on_token || s->n_fin == 0)
+        return;
+    finished_hyp *f = &s->fin[0];
+    double score = 0.0;
+    for (size_t t = 0; t < f->len; t++) {
+        score += (double)f->lps[t];
+        if (b->o->on_token(b->o->on_token_arg, b->order[si], f->ids[t], f->lps[t], t)) {
+            f->len = t + 1;
+            f->score = score;
+            f->rank = length_normalised(b, score, f->len);
+            return;
+        }
+    }
+}
+
 /* One sentence's selection after a step; its live hypotheses' best pairs are
  * in the rows from row0 on (step()). */
 static int select_sentence(search *b, size_t si, size_t row0)
@@ -283,6 +313,7 @@ static int select_sentence(search *b, size_t si, size_t row0)
     hyp *next = b->next_hyps;
     size_t *parent_slot = b->parent_slot, n_next = 0;
     int32_t *out_tokens = s->tokens[!s->flip], *out_align = s->align[!s->flip];
+    float *out_lps = s->lps[!s->flip];
     for (size_t i = 0; i < n_c && n_next < N; i++) {
         const hyp *parent = &s->live[c[i].hyp];
         if (tsr_rules_ends(&b->rules, c[i].token)) {
@@ -301,6 +332,12 @@ static int select_sentence(search *b, size_t si, size_t row0)
             h->align = out_align + n_next * b->limit;
             memcpy(h->align, parent->align, parent->len * sizeof(int32_t));
             h->align[parent->len] = b->dec.alignment[row0 + c[i].hyp];
+        }
+        h->lps = NULL;
+        if (out_lps) { /* the token's own log-probability, as the score added it */
+            h->lps = out_lps + n_next * b->limit;
+            memcpy(h->lps, parent->lps, parent->len * sizeof(float));
+            h->lps[parent->len] = (float)(c[i].score - parent->score);
         }
         parent_slot[n_next++] = parent->slot;
     }
@@ -323,10 +360,13 @@ static int select_sentence(search *b, size_t si, size_t row0)
         s->n_fin--;
         tsr_free(s->fin[s->n_fin].ids);
         tsr_free(s->fin[s->n_fin].align);
+        tsr_free(s->fin[s->n_fin].lps);
     }
     if (s->n_live == 0 ||
-        (s->n_fin >= K && live_bound(b, &s->live[0]) <= s->fin[K - 1].rank))
+        (s->n_fin >= K && live_bound(b, &s->live[0]) <= s->fin[K - 1].rank)) {
         s->done = 1;
+        stream_best(b, si);
+    }
     return 0;
 }
 
@@ -499,9 +539,11 @@ static int init(search *b, char *err, size_t err_len)
             if (b->o->return_alignments &&
                 !(s->align[t] = tsr_malloc((N * b->limit + 1) * sizeof(int32_t))))
                 return tsr_fail_oom(err, err_len, "out of memory for beam search");
+            if (b->o->on_token && !(s->lps[t] = tsr_malloc((N * b->limit + 1) * sizeof(float))))
+                return tsr_fail_oom(err, err_len, "out of memory for beam search");
         }
         s->live[0] = (hyp){.slot = si * N, .score = 0.0, .len = 0, .tokens = s->tokens[0],
-                           .align = s->align[0]};
+                           .align = s->align[0], .lps = s->lps[0]};
         s->n_live = 1;
         s->done = b->limit == 0;
         if (s->done && add_finished(b, s, &s->live[0], 0.0, 0) != 0)
@@ -518,12 +560,15 @@ static void release(search *b)
             for (size_t f = 0; f < s->n_fin; f++) {
                 tsr_free(s->fin[f].ids);
                 tsr_free(s->fin[f].align);
+                tsr_free(s->fin[f].lps);
             }
             tsr_free(s->fin);
             tsr_free(s->tokens[0]);
             tsr_free(s->tokens[1]);
             tsr_free(s->align[0]);
             tsr_free(s->align[1]);
+            tsr_free(s->lps[0]);
+            tsr_free(s->lps[1]);
         }
     tsr_free(b->sent);
     tsr_free(b->live_pool);
@@ -562,7 +607,7 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
     state = tsr_plan_add(state, tsr_plan_block(tsr_plan_mul(rows, 2 * sizeof(size_t))));
     state = tsr_plan_add(state, tsr_plan_buffer(tsr_plan_mul(rows, V)));
     size_t history = tsr_plan_block(tsr_plan_mul(tsr_plan_mul(N, limit) + 1, sizeof(int32_t)));
-    size_t histories = o->return_alignments ? 4 : 2;
+    size_t histories = 2 + (o->return_alignments ? 2 : 0) + (o->on_token ? 2 : 0);
     state = tsr_plan_add(state, tsr_plan_mul(tsr_plan_mul(n, histories), history));
     /* Finished hypotheses, per sentence: at most n_best kept plus N ending
      * in one step and N at the length limit before the list is cut back;
@@ -570,7 +615,8 @@ size_t tsr_beam_plan(const tsr_exec *ex, const tessera_translate_options *o,
     size_t fin = tsr_plan_add(tsr_plan_block(tsr_plan_mul(4 * N, sizeof(finished_hyp))),
                               tsr_plan_block(tsr_plan_mul(2 * N, sizeof(finished_hyp))));
     size_t ids = tsr_plan_block(tsr_plan_mul(limit + 1, sizeof(int32_t)));
-    fin = tsr_plan_add(fin, tsr_plan_mul(tsr_plan_mul(K + 2 * N, o->return_alignments ? 2 : 1), ids));
+    size_t per_fin = 1 + (o->return_alignments ? 1 : 0) + (o->on_token ? 1 : 0);
+    fin = tsr_plan_add(fin, tsr_plan_mul(tsr_plan_mul(K + 2 * N, per_fin), ids));
     state = tsr_plan_add(state, tsr_plan_mul(n, fin));
     /* assign_slots: a claim per slot of a sentence, on the heap past 256. */
     if (N > 256)
@@ -591,7 +637,7 @@ int tsr_beam_search(const tsr_exec *ex, const tsr_decode_batch *in,
     search b = {
         .ex = ex, .m = ex->m, .o = o, .N = (size_t)o->beam, .limit = tsr_target_limit(ex->m, o),
         .V = (size_t)ex->m->cfg.tgt_vocab_size, .n = in->n, .prefix = in->prefix,
-        .target_lang = in->target_lang,
+        .order = in->order, .target_lang = in->target_lang,
     };
     tsr_rules_init(&b.rules, ex->m, o);
     tsr_source_batch sb;
