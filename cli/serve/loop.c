@@ -174,16 +174,22 @@ static size_t address_bytes(const struct sockaddr *a, const unsigned char **byte
     return 0;
 }
 
+/* An address's bucket of l->peers (FNV-1a of its bytes). */
+static size_t peer_bucket(const unsigned char *bytes, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ bytes[i]) * 16777619u;
+    return h % PEER_BUCKETS;
+}
+
 /* The record of the address's connections, made when it has none; NULL when
  * out of memory. */
 static peer *peer_of(srv_loop *l, const struct sockaddr *a)
 {
     const unsigned char *bytes;
     size_t len = address_bytes(a, &bytes);
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ bytes[i]) * 16777619u;
-    peer **slot = &l->peers[h % PEER_BUCKETS];
+    peer **slot = &l->peers[peer_bucket(bytes, len)];
     for (peer *p = *slot; p; p = p->next)
         if (p->len == len && memcmp(p->addr, bytes, len) == 0)
             return p;
@@ -201,10 +207,7 @@ static void peer_release(srv_loop *l, peer *p)
 {
     if (--p->conns > 0)
         return;
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < p->len; i++)
-        h = (h ^ p->addr[i]) * 16777619u;
-    for (peer **at = &l->peers[h % PEER_BUCKETS]; *at; at = &(*at)->next)
+    for (peer **at = &l->peers[peer_bucket(p->addr, p->len)]; *at; at = &(*at)->next)
         if (*at == p) {
             *at = p->next;
             free(p);
@@ -883,9 +886,7 @@ static void *run(void *arg)
             quiesced(l);
         struct timespec t = now();
         if (ms_between(next_sweep, t) >= 0) {
-            sweep(l);
-            for (conn *c = l->head.next; c != &l->head; c = c->next)
-                update_interest(l, c);
+            sweep(l); /* each change it makes updates its connection's interest itself */
             free_dead(l);
             next_sweep = srv_after_ms(t, SWEEP_MS);
         }
